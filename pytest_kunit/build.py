@@ -1,0 +1,171 @@
+"""Configure and build the kernel: tinyconfig + the guest's needs + a kunitconfig, validated, then `make`."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import BuildError
+from .kconfig import Fragment, check_fragment, parse_fragment
+from .locking import cache_lock
+from .qemu import QemuArch
+from .tree import PreparedTree
+
+# What every KUnit guest needs on top of tinyconfig, whatever the architecture.
+BASE_CONFIG = parse_fragment(
+    "CONFIG_PRINTK=y\nCONFIG_TTY=y\nCONFIG_KERNEL_GZIP=y\nCONFIG_KUNIT=y\n",
+    "pytest_kunit/build.py:BASE_CONFIG",
+)
+STAMP = ".pytest-kunit-stamp"
+STEPS = ".pytest-kunit-steps"
+BUILD_TOOLS = ("make", "gcc", "flex", "bison", "bc")
+_STEP = re.compile(r"^\s+([A-Z][A-Z0-9_]*)\s+(\S+)")
+_ERROR = re.compile(r"(error:|Error \d|undefined reference|\*\*\*|fatal:)")
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    tree: PreparedTree
+    fragment: Fragment
+    arch: QemuArch
+    jobs: int
+    cache_dir: Path
+    extra_key: str = ""  # anything else that feeds the build (out-of-tree suite sources)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    image: Path
+    image_digest: str
+    build_dir: Path
+    ran_make: bool
+    seconds: float
+    log: Path
+
+
+def full_fragment(request: BuildRequest) -> Fragment:
+    arch_fragment = parse_fragment("\n".join(request.arch.kconfig), f"qemu.py:{request.arch.name}")
+    return BASE_CONFIG + arch_fragment + request.fragment
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def _make(request: BuildRequest, build_dir: Path, *targets: str) -> list[str]:
+    return ["make", "-C", str(request.tree.path), f"O={build_dir}", f"ARCH={request.arch.linux_arch}", *targets]
+
+
+def _check_tools() -> None:
+    missing = [tool for tool in BUILD_TOOLS if shutil.which(tool) is None]
+    if missing:
+        raise BuildError(
+            f"Kernel build tools are missing: {', '.join(missing)}.",
+            "install them: apt-get install build-essential flex bison bc libelf-dev libssl-dev cpio "
+            "(the README's set-up command does this).",
+        )
+
+
+def _configure(request: BuildRequest, build_dir: Path, fragment: Fragment, log: Path) -> None:
+    dotconfig = build_dir / ".config"
+    previous = dotconfig.read_text() if dotconfig.exists() else None
+    previous_mtime = dotconfig.stat().st_mtime_ns if dotconfig.exists() else None
+    with log.open("a") as stream:
+        for step in (["tinyconfig"], None, ["olddefconfig"]):
+            if step is None:
+                with dotconfig.open("a") as config:
+                    config.write(fragment.text())
+                continue
+            result = subprocess.run(_make(request, build_dir, *step), stdout=stream, stderr=subprocess.STDOUT)
+            if result.returncode != 0:
+                raise BuildError(
+                    f"`make {step[0]}` failed in {request.tree.path}.",
+                    f"read the log {log}; the tree may be incomplete or not configured for O= builds "
+                    "(run `make mrproper` in a directory tree that was built in place).",
+                    detail="\n".join(log.read_text(errors="replace").splitlines()[-15:]),
+                )
+    current = dotconfig.read_text()
+    if current == previous and previous_mtime is not None:
+        # Same configuration: keep the old timestamp so Kbuild does not re-run syncconfig.
+        os.utime(dotconfig, ns=(previous_mtime, previous_mtime))
+    check_fragment(fragment, current, request.tree.path)
+
+
+def _run_make(request: BuildRequest, build_dir: Path, log: Path, progress: Progress) -> None:
+    steps_file = build_dir / STEPS
+    expected = int(steps_file.read_text()) if steps_file.exists() else 0
+    command = _make(request, build_dir, f"-j{request.jobs}", request.arch.make_target)
+    steps = 0
+    with log.open("a") as stream:
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+        )
+        assert process.stdout is not None
+        try:
+            for line in process.stdout:
+                stream.write(line)
+                step = _STEP.match(line)
+                if step:
+                    steps += 1
+                    total = f"/~{expected}" if expected > steps else ""
+                    progress(f"building kernel: {steps}{total} {step.group(1)} {step.group(2)}")
+            returncode = process.wait()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    if returncode != 0:
+        lines = log.read_text(errors="replace").splitlines()
+        errors = [line for line in lines if _ERROR.search(line)][-20:]
+        raise BuildError(
+            f"The kernel build failed (make exited {returncode}).",
+            f"fix the errors below; the whole log is {log}.",
+            detail="\n".join(errors or lines[-20:]),
+        )
+    if steps:
+        steps_file.write_text(str(max(steps, expected)))
+
+
+def build(request: BuildRequest, progress: Progress) -> BuildResult:
+    """Build once per (tree, config) however many processes ask; skip make entirely when a fixed tree is stamped."""
+    fragment = full_fragment(request)
+    build_key = _digest(request.tree.key, request.arch.name, fragment.text())
+    build_dir = request.cache_dir / "build" / build_key
+    image = build_dir / request.arch.image
+    log = build_dir / "build.log"
+    stamp = _digest(build_key, request.extra_key)
+    started = time.monotonic()
+    with cache_lock(request.cache_dir, f"build-{build_key}"):
+        build_dir.mkdir(parents=True, exist_ok=True)
+        stamp_file = build_dir / STAMP
+        up_to_date = (
+            request.tree.fixed and image.exists() and stamp_file.exists() and (stamp_file.read_text().strip() == stamp)
+        )
+        if not up_to_date:
+            _check_tools()
+            stamp_file.unlink(missing_ok=True)
+            log.write_text(f"# pytest-kunit build of {request.tree.path} into {build_dir}\n")
+            progress("configuring kernel")
+            _configure(request, build_dir, fragment, log)
+            _run_make(request, build_dir, log, progress)
+            if not image.exists():
+                raise BuildError(f"make succeeded but {image} is missing.", f"read the build log {log}.")
+            stamp_file.write_text(stamp + "\n")
+        return BuildResult(image, _file_digest(image), build_dir, not up_to_date, time.monotonic() - started, log)

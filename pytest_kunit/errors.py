@@ -1,0 +1,37 @@
+"""Errors the plugin raises, each carrying what happened and what to do about it."""
+
+from __future__ import annotations
+
+
+class KunitError(Exception):
+    """A problem the user can act on: rendered as one paragraph, never a traceback."""
+
+    def __init__(self, what: str, remedy: str = "", *, detail: str = "") -> None:
+        super().__init__(what)
+        self.what = what
+        self.remedy = remedy
+        self.detail = detail
+
+    def render(self) -> str:
+        parts = [self.what]
+        if self.remedy:
+            parts.append(f"What to do: {self.remedy}")
+        if self.detail:
+            parts.append(self.detail.rstrip())
+        return "\n".join(parts)
+
+
+class ConfigError(KunitError):
+    """A kunitconfig fragment that does not parse or does not hold in .config."""
+
+
+class TreeError(KunitError):
+    """The kernel source is missing or a patch does not apply."""
+
+
+class BuildError(KunitError):
+    """`make` failed; `detail` holds the compiler's own error lines."""
+
+
+class BootError(KunitError):
+    """QEMU is missing, or the guest died before KUnit reported anything."""

@@ -1,0 +1,195 @@
+"""Command-line options and their ini twins: declared once, resolved into one frozen Settings value.
+
+Precedence: a command-line option beats its ini key, which beats the built-in default.  An unusable value is a
+`pytest.UsageError` naming the option or ini key it came from.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DEFAULT_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+
+
+class Accel(enum.Enum):
+    AUTO = "auto"
+    TCG = "tcg"
+    KVM = "kvm"
+
+
+class Isolate(enum.Enum):
+    NONE = "none"
+    SUITE = "suite"
+    CASE = "case"
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # the ini key; the command-line flag is --name with dashes
+    help: str
+    kind: str = "string"  # "bool", "string", "paths" (repeatable)
+    default: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+OPTIONS = (
+    Option("kunit", "collect and run KUnit suites from *.kunitconfig files (without it the plugin is inert)", "bool"),
+    Option(
+        "kunit_kernel_src",
+        "kernel source: a tarball or a directory (built with O= into the cache, never modified); "
+        f"default {DEFAULT_TARBALL}",
+    ),
+    Option(
+        "kunit_patches",
+        "a directory of *.patch files applied in order on the tree; repeatable; 'none' applies nothing; "
+        "default: kernel-patches/ next to the rootdir",
+        "paths",
+    ),
+    Option("kunit_cache_dir", "where trees, builds and consoles are kept; default $XDG_CACHE_HOME/pytest-kunit"),
+    Option("kunit_jobs", "parallel make jobs; default: the number of CPUs"),
+    Option(
+        "kunit_timeout",
+        "seconds a test case may run: passed to the kernel as kunit.timeout where the tree supports it; "
+        "a guest silent for this long plus 15 s is killed and its running case reported timed out; default 120",
+    ),
+    Option("kunit_accel", "QEMU accelerator: tcg (default), kvm, or auto (KVM if usable, falling back to TCG)"),
+    Option("kunit_raw", "stream each guest's console to the terminal as it boots", "bool"),
+    Option(
+        "kunit_isolate",
+        "boots per run: none (one boot per batch: per worker under xdist), suite (one per suite), "
+        "case (a fresh kernel for every case); default none",
+    ),
+    Option("kunit_qemu", "the QEMU binary to run; default qemu-system-<arch> from PATH"),
+    Option("kunit_arch", "guest architecture; default x86_64"),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    enabled: bool
+    kernel_src: Path
+    patch_dirs: tuple[Path, ...]
+    cache_dir: Path
+    jobs: int
+    timeout: float
+    accel: Accel
+    raw: bool
+    isolate: Isolate
+    qemu: str | None
+    arch: str
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kunit", "KUnit kernel tests")
+    for option in OPTIONS:
+        if option.kind == "bool":
+            group.addoption(option.flag, action="store_true", default=None, dest=option.name, help=option.help)
+            parser.addini(option.name, option.help, type="bool", default=False)
+        elif option.kind == "paths":
+            group.addoption(option.flag, action="append", default=None, dest=option.name, help=option.help)
+            parser.addini(option.name, option.help, type="linelist", default=[])
+        else:
+            group.addoption(option.flag, default=None, dest=option.name, help=option.help)
+            parser.addini(option.name, option.help, default=None)
+
+
+def _raw(config: pytest.Config, name: str) -> tuple[Any, str]:
+    """The value and a description of where it came from."""
+    value = config.getoption(name)
+    if value is not None:
+        return value, "--" + name.replace("_", "-")
+    ini = config.getini(name)
+    if ini not in (None, "", []):
+        return ini, f"ini key {name!r} in {config.inipath or 'the ini file'}"
+    return None, "default"
+
+
+def _convert(config: pytest.Config, name: str, default: Any, convert: Callable[[Any], Any], expected: str) -> Any:
+    value, source = _raw(config, name)
+    if value is None:
+        return default
+    try:
+        return convert(value)
+    except (ValueError, TypeError):
+        raise pytest.UsageError(f"{source}: {value!r} is not {expected}") from None
+
+
+def _positive_int(value: Any) -> int:
+    number = int(value)
+    if number < 1:
+        raise ValueError
+    return number
+
+
+def _positive_float(value: Any) -> float:
+    number = float(value)
+    if number <= 0:
+        raise ValueError
+    return number
+
+
+def _existing_path(value: Any) -> Path:
+    path = Path(str(value)).expanduser()
+    if not path.exists():
+        raise ValueError
+    return path.resolve()
+
+
+def _patch_dirs(config: pytest.Config) -> tuple[Path, ...]:
+    value, source = _raw(config, "kunit_patches")
+    if value is None:
+        default = config.rootpath / "kernel-patches"
+        return (default,) if default.is_dir() else ()
+    entries = [str(entry) for entry in value]
+    if entries == ["none"]:
+        return ()
+    dirs = []
+    base = config.invocation_params.dir if source.startswith("--") else config.rootpath
+    for entry in entries:
+        path = (base / entry).expanduser().resolve()
+        if not path.is_dir():
+            raise pytest.UsageError(
+                f"{source}: {entry!r} is not a directory of patches (use 'none' to apply no patches)"
+            )
+        dirs.append(path)
+    return tuple(dirs)
+
+
+def _cache_default() -> Path:
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "pytest-kunit"
+
+
+def resolve(config: pytest.Config) -> Settings:
+    from .qemu import ARCHES
+
+    enabled, _ = _raw(config, "kunit")
+    arch = _convert(config, "kunit_arch", "x86_64", str, "a known architecture")
+    if arch not in ARCHES:
+        _, source = _raw(config, "kunit_arch")
+        raise pytest.UsageError(f"{source}: {arch!r} is not one of: {', '.join(sorted(ARCHES))}")
+    return Settings(
+        enabled=bool(enabled),
+        kernel_src=_convert(
+            config, "kunit_kernel_src", DEFAULT_TARBALL, _existing_path, "an existing kernel tarball or directory"
+        ),
+        patch_dirs=_patch_dirs(config),
+        cache_dir=_convert(config, "kunit_cache_dir", _cache_default(), lambda v: Path(v).expanduser(), "a path"),
+        jobs=_convert(config, "kunit_jobs", os.cpu_count() or 1, _positive_int, "a positive whole number"),
+        timeout=_convert(config, "kunit_timeout", 120.0, _positive_float, "a positive number of seconds"),
+        accel=_convert(config, "kunit_accel", Accel.TCG, Accel, "one of auto, tcg, kvm"),
+        raw=bool(_raw(config, "kunit_raw")[0]),
+        isolate=_convert(config, "kunit_isolate", Isolate.NONE, Isolate, "one of none, suite, case"),
+        qemu=_convert(config, "kunit_qemu", None, str, "a program"),
+        arch=arch,
+    )

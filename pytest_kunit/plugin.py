@@ -1,0 +1,66 @@
+"""pytest-kunit's hooks: wiring only; each concern lives in its own module."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import options
+from .items import KunitconfigFile
+from .runner import plan_batches
+from .state import STATE, SessionState
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.add_options(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    settings = options.resolve(config)
+    if not settings.enabled:
+        return
+    config.stash[STATE] = SessionState(config, settings)
+    if config.pluginmanager.hasplugin("xdist"):
+        from .xdist import KunitXdist
+
+        config.pluginmanager.register(KunitXdist(config), "kunit-xdist")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.suffix == ".kunitconfig" and STATE in parent.config.stash:
+        return KunitconfigFile.from_parent(parent, path=file_path)
+    return None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state = session.config.stash.get(STATE, None)
+    if state is None:
+        return
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    state.runner.plan = plan_batches([item.nodeid for item in session.items], workers, state.settings.isolate)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    state = session.config.stash.get(STATE, None)
+    workeroutput: dict[str, Any] | None = getattr(session.config, "workeroutput", None)
+    if state is not None and workeroutput is not None:
+        stats = asdict(state.stats)
+        stats.pop("filters")
+        workeroutput["kunit_stats"] = stats
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return
+    stats = state.stats
+    terminalreporter.write_sep("-", "kunit")
+    terminalreporter.write_line(
+        f"kernel builds: {stats.builds} ({stats.build_seconds:.1f} s); "
+        f"guest boots: {stats.boots} ({stats.boot_seconds:.1f} s)"
+    )

@@ -1,0 +1,180 @@
+"""Booting a KUnit kernel in QEMU and streaming its serial console line by line."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import BootError
+
+if TYPE_CHECKING:
+    import pexpect
+
+
+@dataclass(frozen=True)
+class QemuArch:
+    """How to configure, build and boot a KUnit guest on one architecture."""
+
+    name: str
+    linux_arch: str
+    qemu_binary: str
+    make_target: str
+    image: str  # relative to the build directory
+    kconfig: tuple[str, ...]
+    kernel_args: tuple[str, ...]
+    qemu_args: tuple[str, ...]
+
+
+ARCHES = {
+    "x86_64": QemuArch(
+        name="x86_64",
+        linux_arch="x86_64",
+        qemu_binary="qemu-system-x86_64",
+        make_target="bzImage",
+        image="arch/x86/boot/bzImage",
+        kconfig=("CONFIG_64BIT=y", "CONFIG_SERIAL_8250=y", "CONFIG_SERIAL_8250_CONSOLE=y"),
+        kernel_args=("console=ttyS0",),
+        qemu_args=("-m", "512", "-serial", "stdio"),
+    ),
+}
+
+# Always: KUnit reboots when done, a panic reboots at once, and QEMU exits instead of rebooting.
+KERNEL_ARGS = ("kunit_shutdown=reboot", "panic=-1")
+QEMU_ARGS = ("-nodefaults", "-nographic", "-no-reboot")
+# How long the silence watchdog waits beyond the per-case timeout, so the kernel can report the case itself.
+WATCHDOG_GRACE = 15.0
+# Under KVM a guest that has said nothing for this long is taken as hung and booted again under TCG.
+KVM_FIRST_OUTPUT = 20.0
+
+
+@dataclass(frozen=True)
+class BootRequest:
+    image: Path
+    arch: QemuArch
+    kernel_args: tuple[str, ...]
+    accel: str  # "tcg" or "kvm"
+    silence_timeout: float
+    qemu: str | None = None
+
+
+@dataclass
+class BootRecord:
+    """What one boot produced: its console and how it ended."""
+
+    command: list[str]
+    console: list[str] = field(default_factory=list)
+    timed_out: bool = False
+    exit_status: int | None = None
+    seconds: float = 0.0
+
+
+_LIVE: weakref.WeakSet[pexpect.spawn[str]] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_live_guests() -> None:
+    for child in list(_LIVE):
+        if child.isalive():
+            child.terminate(force=True)
+
+
+def qemu_binary(request: BootRequest) -> str:
+    name = request.qemu or request.arch.qemu_binary
+    found = shutil.which(name)
+    if found is None:
+        raise BootError(
+            f"QEMU is not installed: {name!r} is not on PATH.",
+            "install it (apt-get install qemu-system-x86) or name the binary with --kunit-qemu (ini: kunit_qemu).",
+        )
+    return found
+
+
+def command_line(request: BootRequest) -> list[str]:
+    append = " ".join(arg for arg in (*request.arch.kernel_args, *KERNEL_ARGS, *request.kernel_args) if arg)
+    return [
+        qemu_binary(request),
+        *QEMU_ARGS,
+        "-accel",
+        request.accel,
+        *request.arch.qemu_args,
+        "-kernel",
+        str(request.image),
+        "-append",
+        append,
+    ]
+
+
+def kvm_usable() -> bool:
+    return os.access("/dev/kvm", os.R_OK | os.W_OK)
+
+
+class Guest:
+    """One running QEMU; iterate `lines()` to stream its console. Always killed on close."""
+
+    def __init__(self, request: BootRequest, sink: Callable[[str], None] | None = None) -> None:
+        import pexpect
+
+        self.request = request
+        self.record = BootRecord(command_line(request))
+        self._sink = sink
+        self._started = time.monotonic()
+        self._child = pexpect.spawn(
+            self.record.command[0],
+            self.record.command[1:],
+            encoding="utf-8",
+            codec_errors="replace",
+            timeout=request.silence_timeout,
+            echo=False,
+        )
+        _LIVE.add(self._child)
+
+    def lines(self, first_output_timeout: float | None = None) -> Iterator[str]:
+        import pexpect
+
+        child = self._child
+        seen_output = False
+        while True:
+            timeout = self.request.silence_timeout
+            if not seen_output and first_output_timeout is not None:
+                timeout = first_output_timeout
+            try:
+                child.expect("\n", timeout=timeout)
+            except pexpect.EOF:
+                tail = child.before or ""
+                if tail.strip():
+                    yield self._keep(tail)
+                return
+            except pexpect.TIMEOUT:
+                self.record.timed_out = True
+                return
+            seen_output = True
+            yield self._keep(child.before or "")
+
+    def _keep(self, text: str) -> str:
+        line = text.replace("\r", "")
+        self.record.console.append(line)
+        if self._sink is not None:
+            self._sink(line)
+        return line
+
+    def close(self) -> BootRecord:
+        child = self._child
+        if child.isalive():
+            child.terminate(force=True)
+        child.close(force=True)
+        self.record.exit_status = child.exitstatus if child.exitstatus is not None else child.signalstatus
+        self.record.seconds = time.monotonic() - self._started
+        return self.record
+
+    def __enter__(self) -> Guest:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,127 @@
+"""Per-session plugin state, kept in `config.stash`: settings, the prepared tree, kernels, the runner, figures."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from .build import BuildRequest, build
+from .kconfig import read_fragment
+from .locking import cache_lock
+from .options import Settings
+from .qemu import ARCHES, BootRequest, QemuArch
+from .runner import Kernel, Runner, Stats, list_cases
+from .sources import case_locations
+from .tree import PreparedTree, prepare
+
+LIST_FORMAT = 1
+
+
+class Progress:
+    """A live status line on a terminal; an occasional plain line elsewhere (CI logs)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.reporter = config.pluginmanager.get_plugin("terminalreporter")
+        self._last = 0.0
+
+    def __call__(self, message: str) -> None:
+        if self.reporter is None:
+            return
+        now = time.monotonic()
+        if self.reporter.isatty():
+            if now - self._last >= 0.1:
+                self.reporter.rewrite(f"kunit: {message}"[: self.reporter._tw.fullwidth - 1], erase=True)
+                self._last = now
+        elif now - self._last >= 15:
+            self.reporter.write_line(f"kunit: {message}")
+            self._last = now
+
+    def done(self, message: str) -> None:
+        if self.reporter is None:
+            return
+        if self.reporter.isatty():
+            self.reporter.rewrite("", erase=True)
+        self.reporter.write_line(f"kunit: {message}")
+
+
+@dataclass
+class SessionState:
+    config: pytest.Config
+    settings: Settings
+    stats: Stats = field(default_factory=Stats)
+    runner: Runner = field(init=False)
+    locations: dict[str, dict[str, tuple[str, int]]] = field(default_factory=dict)
+    _tree: PreparedTree | None = None
+
+    def __post_init__(self) -> None:
+        self.runner = Runner(self.settings, self.stats, self._raw_sink() if self.settings.raw else None)
+
+    def _raw_sink(self) -> Callable[[str], None]:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+
+        def sink(line: str) -> None:
+            if reporter is not None:
+                reporter.write_line(f"[guest] {line}")
+
+        return sink
+
+    @property
+    def arch(self) -> QemuArch:
+        return ARCHES[self.settings.arch]
+
+    def tree(self) -> PreparedTree:
+        if self._tree is None:
+            self._tree = prepare(self.settings.kernel_src, self.settings.patch_dirs, self.settings.cache_dir)
+        return self._tree
+
+    def kernel_for(self, path: Path, nodeid: str) -> Kernel:
+        """Build (at most once) and list the kernel a kunitconfig file describes."""
+        fragment = read_fragment(path)
+        tree = self.tree()
+        progress = Progress(self.config)
+        request = BuildRequest(tree, fragment, self.arch, self.settings.jobs, self.settings.cache_dir)
+        result = build(request, progress)
+        if result.ran_make:
+            self.stats.builds += 1
+            self.stats.build_seconds += result.seconds
+            progress.done(f"built {path.name} in {result.seconds:.1f} s (log: {result.log})")
+        cases, locations = self._listing(tree, result.build_dir, result.image, result.image_digest)
+        self.locations[nodeid] = locations
+        kernel = Kernel(nodeid, result, self.arch, tree.features, tree.path, cases)
+        self.runner.kernels[nodeid] = kernel
+        return kernel
+
+    def _listing(
+        self, tree: PreparedTree, build_dir: Path, image: Path, digest: str
+    ) -> tuple[tuple[tuple[str, str], ...], dict[str, tuple[str, int]]]:
+        """The image's cases (from a kunit.action=list boot) and their C locations, cached by image hash."""
+        cache = self.settings.cache_dir / "lists" / f"{digest}.json"
+        with cache_lock(self.settings.cache_dir, f"list-{digest}"):
+            if cache.exists():
+                data = json.loads(cache.read_text())
+                if data.get("format") == LIST_FORMAT:
+                    cases = tuple((suite, case) for suite, case in data["cases"])
+                    locations = {name: (file, line) for name, (file, line) in data["locations"].items()}
+                    return cases, locations
+            request = BootRequest(
+                image=image,
+                arch=self.arch,
+                kernel_args=("kunit.action=list",),
+                accel=self.runner.accel,
+                silence_timeout=self.settings.timeout,
+                qemu=self.settings.qemu,
+            )
+            cases = list_cases(request)
+            self.stats.boots += 1
+            locations = case_locations(tree.path, build_dir)
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(json.dumps({"format": LIST_FORMAT, "cases": cases, "locations": locations}))
+            return cases, locations
+
+
+STATE = pytest.StashKey[SessionState]()

@@ -1,0 +1,171 @@
+"""The kernel source to build: the packaged tarball (extracted once into the cache) or a directory, plus patches."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import TreeError
+from .locking import cache_lock
+
+READY_MARK = ".pytest-kunit-ready"
+
+
+@dataclass(frozen=True)
+class TreeFeatures:
+    """What the runner can ask of this tree's KUnit (our series adds these to 6.1)."""
+
+    filter_list: bool  # kunit.filter_glob takes a comma-separated list of globs
+    case_timeout: bool  # kunit.timeout=SECONDS sets the per-case timeout
+
+
+@dataclass(frozen=True)
+class PreparedTree:
+    path: Path
+    key: str
+    fixed: bool  # contents are fully determined by `key` (tarball + patches): an up-to-date stamp means no make
+    features: TreeFeatures
+
+
+def patch_files(patch_dirs: tuple[Path, ...]) -> list[Path]:
+    """The series to apply, in order: each directory's *.patch files sorted by name, cover letters left out."""
+    files: list[Path] = []
+    for directory in patch_dirs:
+        for path in sorted(directory.glob("*.patch")):
+            if "diff --git" in path.read_text(errors="replace"):
+                files.append(path)
+    return files
+
+
+def _digest(*parts: str | bytes) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode() if isinstance(part, str) else part)
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def detect_features(tree: Path) -> TreeFeatures:
+    def text(relative: str) -> str:
+        try:
+            return (tree / relative).read_text(errors="replace")
+        except OSError:
+            return ""
+
+    executor = text("lib/kunit/executor.c")
+    try_catch = text("lib/kunit/try-catch.c")
+    return TreeFeatures(
+        filter_list="comma-separated" in executor,
+        case_timeout="module_param_named(timeout" in try_catch,
+    )
+
+
+def apply_patches(tree: Path, patches: list[Path]) -> None:
+    # Keep git from discovering a repository above the tree (the cache may live inside one).
+    env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(tree.parent))
+    for patch in patches:
+        result = subprocess.run(
+            ["git", "apply", "--whitespace=nowarn", str(patch)],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if result.returncode != 0:
+            raise TreeError(
+                f"Patch {patch.name} (from {patch.parent}) does not apply to the kernel tree.",
+                "rebase that patch onto this kernel version, or choose the patches with --kunit-patches "
+                "(--kunit-patches none applies nothing).",
+                detail=result.stderr.strip(),
+            )
+
+
+def _extract(tarball: Path, destination: Path) -> None:
+    scratch = destination.with_name(destination.name + ".partial")
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    result = subprocess.run(["tar", "-xf", str(tarball), "-C", str(scratch)], capture_output=True, text=True)
+    if result.returncode != 0:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise TreeError(
+            f"Could not extract {tarball}.",
+            "check the file is a complete kernel tarball.",
+            detail=result.stderr.strip(),
+        )
+    tops = [path for path in scratch.iterdir() if path.is_dir()]
+    if len(tops) != 1 or not (tops[0] / "Makefile").is_file():
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise TreeError(
+            f"{tarball} does not hold a single kernel source directory.",
+            "point --kunit-kernel-src at a kernel source tarball or directory.",
+        )
+    tops[0].rename(destination)
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _missing_source(path: Path) -> TreeError:
+    return TreeError(
+        f"The kernel source {path} does not exist.",
+        "install Debian's kernel source (apt-get install linux-source-6.1) or point --kunit-kernel-src "
+        "(ini: kunit_kernel_src) at a kernel tarball or source directory.",
+    )
+
+
+def prepare(source: Path, patch_dirs: tuple[Path, ...], cache_dir: Path) -> PreparedTree:
+    """Make the tree to build exist: extracted and patched once per (source, series); never touch `source`."""
+    if not source.exists():
+        raise _missing_source(source)
+    patches = patch_files(patch_dirs)
+    series = [_digest(patch.name, patch.read_bytes()) for patch in patches]
+
+    if source.is_dir():
+        if not (source / "Makefile").is_file() or not (source / "Kconfig").is_file():
+            raise TreeError(
+                f"{source} is not a kernel source directory (no Makefile and Kconfig at its top).",
+                "point --kunit-kernel-src at the top of a kernel tree.",
+            )
+        if not patches:
+            return PreparedTree(source, _digest("dir", str(source)), False, detect_features(source))
+        key = _digest("dir", str(source), *series)
+        destination = cache_dir / "src" / key
+        with cache_lock(cache_dir, f"src-{key}"):
+            destination.mkdir(parents=True, exist_ok=True)
+            # rsync keeps unchanged files' mtimes, so the next build stays incremental.
+            result = subprocess.run(
+                ["rsync", "-a", "--delete", "--exclude=/.git", f"{source}/", f"{destination}/"],
+                capture_output=True,
+                text=True,
+            )
+            if result.returncode != 0:
+                raise TreeError(
+                    f"Could not copy {source} into the cache.",
+                    "check rsync is installed.",
+                    detail=result.stderr.strip(),
+                )
+            apply_patches(destination, patches)
+        return PreparedTree(destination, key, False, detect_features(destination))
+
+    stat = source.stat()
+    key = _digest("tarball", str(source.resolve()), str(stat.st_size), str(stat.st_mtime_ns), *series)
+    destination = cache_dir / "src" / key
+    with cache_lock(cache_dir, f"src-{key}"):
+        if not (destination / READY_MARK).exists():
+            shutil.rmtree(destination, ignore_errors=True)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            if not tarfile.is_tarfile(source):
+                raise TreeError(
+                    f"{source} is not a tarball.", "point --kunit-kernel-src at a kernel tarball or directory."
+                )
+            _extract(source, destination)
+            try:
+                apply_patches(destination, patches)
+            except TreeError:
+                shutil.rmtree(destination, ignore_errors=True)
+                raise
+            (destination / READY_MARK).write_text("\n".join(patch.name for patch in patches) + "\n")
+    return PreparedTree(destination, key, True, detect_features(destination))
