@@ -26,10 +26,6 @@ class KunitCaseError(Exception):
         self.outcome = outcome
 
 
-class KunitNoResult(KunitCaseError):
-    """The case never got a result line: an error, never a pass."""
-
-
 def _state(node: pytest.Item | pytest.Collector) -> SessionState:
     from .state import STATE
 
@@ -74,8 +70,9 @@ class KunitCase(pytest.Item):
     def setup(self) -> None:
         self.outcome = _state(self).runner.outcome(self.nodeid)
         if self.outcome.result.status is Status.NO_RESULT:
+            # No result line is an error of the run (reported at setup), never a pass.
             self._attach_console()
-            raise KunitNoResult(self.outcome)
+            pytest.fail(render_failure(self.outcome), pytrace=False)
 
     def runtest(self) -> None:
         assert self.outcome is not None
@@ -85,7 +82,9 @@ class KunitCase(pytest.Item):
         if result.status is Status.PASSED:
             return
         if result.status is Status.SKIPPED:
-            raise pytest.skip.Exception(result.reason or "skipped by the kernel", _use_item_location=True)
+            # Point the skip at the C test case when its location is known.
+            known_line = self.reportinfo()[1] is not None
+            raise pytest.skip.Exception(result.reason or "skipped by the kernel", _use_item_location=known_line)
         self._attach_console()
         raise KunitCaseError(self.outcome)
 

@@ -60,7 +60,8 @@ OPTIONS = (
     Option(
         "kunit_timeout",
         "seconds a test case may run: passed to the kernel as kunit.timeout where the tree supports it; "
-        "a guest silent for this long plus 15 s is killed and its running case reported timed out; default 120",
+        "a guest silent for this long plus a quarter (at most 15 s more) is killed and its running case reported "
+        "timed out; default 120",
     ),
     Option("kunit_accel", "QEMU accelerator: tcg (default), kvm, or auto (KVM if usable, falling back to TCG)"),
     Option("kunit_raw", "stream each guest's console to the terminal as it boots", "bool"),

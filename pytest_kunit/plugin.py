@@ -14,6 +14,9 @@ from .items import KunitconfigFile
 from .runner import plan_batches
 from .state import STATE, SessionState
 
+# A fragment whose lines include this is collected only when named on the command line (suites that fail on purpose).
+MANUAL = "# pytest-kunit: manual"
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
@@ -32,9 +35,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if file_path.suffix == ".kunitconfig" and STATE in parent.config.stash:
-        return KunitconfigFile.from_parent(parent, path=file_path)
-    return None
+    if file_path.suffix != ".kunitconfig" or STATE not in parent.config.stash:
+        return None
+    if MANUAL in file_path.read_text(errors="replace").splitlines() and not _named(parent.config, file_path):
+        return None
+    return KunitconfigFile.from_parent(parent, path=file_path)
+
+
+def _named(config: pytest.Config, path: Path) -> bool:
+    """Whether the command line names this file itself (not just a directory above it)."""
+    base = config.invocation_params.dir
+    return any((base / arg.split("::")[0]).resolve() == path.resolve() for arg in config.args)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -64,3 +75,6 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         f"kernel builds: {stats.builds} ({stats.build_seconds:.1f} s); "
         f"guest boots: {stats.boots} ({stats.boot_seconds:.1f} s)"
     )
+    if config.option.verbose > 0:
+        for number, kernel_filter in enumerate(stats.filters, 1):
+            terminalreporter.write_line(f"boot {number}: kunit.filter_glob={kernel_filter or '(none: every case)'}")

@@ -48,8 +48,14 @@ ARCHES = {
 # Always: KUnit reboots when done, a panic reboots at once, and QEMU exits instead of rebooting.
 KERNEL_ARGS = ("kunit_shutdown=reboot", "panic=-1")
 QEMU_ARGS = ("-nodefaults", "-nographic", "-no-reboot")
-# How long the silence watchdog waits beyond the per-case timeout, so the kernel can report the case itself.
-WATCHDOG_GRACE = 15.0
+
+
+def watchdog_seconds(case_timeout: float) -> float:
+    """Silence that kills a guest: the per-case timeout plus a grace (a quarter, at most 15 s) in which the kernel
+    can report the timed-out case itself."""
+    return case_timeout + min(15.0, case_timeout / 4)
+
+
 # Under KVM a guest that has said nothing for this long is taken as hung and booted again under TCG.
 KVM_FIRST_OUTPUT = 20.0
 

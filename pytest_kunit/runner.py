@@ -13,7 +13,7 @@ from . import ktap
 from .build import BuildResult
 from .errors import BootError
 from .options import Accel, Isolate, Settings
-from .qemu import KVM_FIRST_OUTPUT, WATCHDOG_GRACE, BootRecord, BootRequest, Guest, QemuArch, kvm_usable
+from .qemu import KVM_FIRST_OUTPUT, BootRecord, BootRequest, Guest, QemuArch, kvm_usable, watchdog_seconds
 from .tree import TreeFeatures
 
 CaseId = tuple[str, str]  # (suite, case)
@@ -231,27 +231,33 @@ class Runner:
             args.append(f"kunit.timeout={int(self.settings.timeout)}")
         return tuple(args)
 
-    def _guest(self, kernel: Kernel, kernel_filter: str | None) -> tuple[BootRecord, list[ktap.Event]]:
-        request = BootRequest(
-            image=kernel.build.image,
-            arch=kernel.arch,
-            kernel_args=self._kernel_args(kernel, kernel_filter),
-            accel=self.accel,
-            silence_timeout=self.settings.timeout + WATCHDOG_GRACE,
-            qemu=self.settings.qemu,
-        )
-        return boot(request, self.sink, first_output_timeout=KVM_FIRST_OUTPUT if self.accel == "kvm" else None)
+    def guest(self, image: Path, arch: QemuArch, kernel_args: tuple[str, ...]) -> tuple[BootRecord, list[ktap.Event]]:
+        """Boot once to the end; under KVM, a guest that hangs or aborts before KUnit starts is rerun under TCG."""
+        while True:
+            request = BootRequest(
+                image=image,
+                arch=arch,
+                kernel_args=kernel_args,
+                accel=self.accel,
+                silence_timeout=watchdog_seconds(self.settings.timeout),
+                qemu=self.settings.qemu,
+            )
+            kvm = self.accel == "kvm"
+            record, events = boot(request, self.sink, first_output_timeout=KVM_FIRST_OUTPUT if kvm else None)
+            started = any(isinstance(event, ktap.KtapStarted) for event in events)
+            if kvm and not started and (record.timed_out or record.exit_status not in (0, None)):
+                # KVM is unusable here: everything from now on runs under TCG.
+                self.accel = "tcg"
+                continue
+            self.stats.boots += 1
+            self.stats.boot_seconds += record.seconds
+            return record, events
 
     def _boot(self, kernel: Kernel, kernel_filter: str | None, wanted: set[CaseId]) -> bool:
         """Boot once; record outcomes for `wanted`; return whether the guest died part-way."""
         self.stats.filters.append(kernel_filter or "")
-        record, events = self._guest(kernel, kernel_filter)
+        record, events = self.guest(kernel.build.image, kernel.arch, self._kernel_args(kernel, kernel_filter))
         started = any(isinstance(event, ktap.KtapStarted) for event in events)
-        if self.accel == "kvm" and not started and (record.timed_out or record.exit_status not in (0, None)):
-            # KVM is unusable here (hang or abort): everything from now on runs under TCG.
-            self.accel = "tcg"
-            record, events = self._guest(kernel, kernel_filter)
-            started = any(isinstance(event, ktap.KtapStarted) for event in events)
         console = self._save_console(kernel, record)
         known = self.outcomes.setdefault(kernel.key, {})
 
@@ -292,8 +298,6 @@ class Runner:
 
     def _save_console(self, kernel: Kernel, record: BootRecord) -> Path:
         self._boot_number += 1
-        self.stats.boots += 1
-        self.stats.boot_seconds += record.seconds
         directory = self.settings.cache_dir / "consoles" / kernel.build.image_digest
         directory.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -316,10 +320,10 @@ def boot(
     return guest.record, events
 
 
-def list_cases(request: BootRequest) -> tuple[CaseId, ...]:
-    """Boot with kunit.action=list and read the cases the image holds."""
-    record, _ = boot(request)
+def list_cases(runner: Runner, image: Path, arch: QemuArch) -> tuple[CaseId, ...]:
+    """Boot with kunit.action=list and read the cases the image holds, in the order the kernel runs them."""
+    record, events = runner.guest(image, arch, ("kunit.action=list",))
     cases = ktap.parse_list(record.console)
-    if not cases and not any("KTAP version" in line or "TAP version" in line for line in record.console):
+    if not cases and not any(isinstance(event, ktap.KtapStarted) for event in events):
         raise BootError(_boot_failure(record))
     return tuple(cases)

@@ -14,7 +14,8 @@ from .build import BuildRequest, build
 from .kconfig import read_fragment
 from .locking import cache_lock
 from .options import Settings
-from .qemu import ARCHES, BootRequest, QemuArch
+from .overlay import install, suite_dir_for
+from .qemu import ARCHES, QemuArch
 from .runner import Kernel, Runner, Stats, list_cases
 from .sources import case_locations
 from .tree import PreparedTree, prepare
@@ -56,7 +57,7 @@ class SessionState:
     stats: Stats = field(default_factory=Stats)
     runner: Runner = field(init=False)
     locations: dict[str, dict[str, tuple[str, int]]] = field(default_factory=dict)
-    _tree: PreparedTree | None = None
+    _trees: dict[bool, PreparedTree] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.runner = Runner(self.settings, self.stats, self._raw_sink() if self.settings.raw else None)
@@ -74,17 +75,25 @@ class SessionState:
     def arch(self) -> QemuArch:
         return ARCHES[self.settings.arch]
 
-    def tree(self) -> PreparedTree:
-        if self._tree is None:
-            self._tree = prepare(self.settings.kernel_src, self.settings.patch_dirs, self.settings.cache_dir)
-        return self._tree
+    def tree(self, writable: bool) -> PreparedTree:
+        """The prepared tree, once per session; `writable` when out-of-tree suites must be placed into it."""
+        if writable not in self._trees:
+            settings = self.settings
+            self._trees[writable] = prepare(settings.kernel_src, settings.patch_dirs, settings.cache_dir, writable)
+        return self._trees[writable]
 
     def kernel_for(self, path: Path, nodeid: str) -> Kernel:
         """Build (at most once) and list the kernel a kunitconfig file describes."""
         fragment = read_fragment(path)
-        tree = self.tree()
+        suite = suite_dir_for(path)
+        tree = self.tree(writable=suite is not None)
+        if suite is not None:
+            with cache_lock(self.settings.cache_dir, f"src-{tree.key}"):
+                install(tree.path, suite)
         progress = Progress(self.config)
-        request = BuildRequest(tree, fragment, self.arch, self.settings.jobs, self.settings.cache_dir)
+        request = BuildRequest(
+            tree, fragment, self.arch, self.settings.jobs, self.settings.cache_dir, suite.digest() if suite else ""
+        )
         result = build(request, progress)
         if result.ran_make:
             self.stats.builds += 1
@@ -108,16 +117,7 @@ class SessionState:
                     cases = tuple((suite, case) for suite, case in data["cases"])
                     locations = {name: (file, line) for name, (file, line) in data["locations"].items()}
                     return cases, locations
-            request = BootRequest(
-                image=image,
-                arch=self.arch,
-                kernel_args=("kunit.action=list",),
-                accel=self.runner.accel,
-                silence_timeout=self.settings.timeout,
-                qemu=self.settings.qemu,
-            )
-            cases = list_cases(request)
-            self.stats.boots += 1
+            cases = list_cases(self.runner, image, self.arch)
             locations = case_locations(tree.path, build_dir)
             cache.parent.mkdir(parents=True, exist_ok=True)
             cache.write_text(json.dumps({"format": LIST_FORMAT, "cases": cases, "locations": locations}))

@@ -61,7 +61,7 @@ def detect_features(tree: Path) -> TreeFeatures:
     try_catch = text("lib/kunit/try-catch.c")
     return TreeFeatures(
         filter_list="comma-separated" in executor,
-        case_timeout="module_param_named(timeout" in try_catch,
+        case_timeout="MODULE_PARM_DESC(timeout" in try_catch,
     )
 
 
@@ -116,8 +116,12 @@ def _missing_source(path: Path) -> TreeError:
     )
 
 
-def prepare(source: Path, patch_dirs: tuple[Path, ...], cache_dir: Path) -> PreparedTree:
-    """Make the tree to build exist: extracted and patched once per (source, series); never touch `source`."""
+def prepare(source: Path, patch_dirs: tuple[Path, ...], cache_dir: Path, writable: bool = False) -> PreparedTree:
+    """Make the tree to build exist: extracted and patched once per (source, series); never touch `source`.
+
+    A directory source is built in place unless it needs patches or `writable` (out-of-tree suites are placed
+    into it): then it is copied into the cache first.
+    """
     if not source.exists():
         raise _missing_source(source)
     patches = patch_files(patch_dirs)
@@ -129,9 +133,9 @@ def prepare(source: Path, patch_dirs: tuple[Path, ...], cache_dir: Path) -> Prep
                 f"{source} is not a kernel source directory (no Makefile and Kconfig at its top).",
                 "point --kunit-kernel-src at the top of a kernel tree.",
             )
-        if not patches:
+        if not patches and not writable:
             return PreparedTree(source, _digest("dir", str(source)), False, detect_features(source))
-        key = _digest("dir", str(source), *series)
+        key = _digest("dir-copy", str(source), *series)
         destination = cache_dir / "src" / key
         with cache_lock(cache_dir, f"src-{key}"):
             destination.mkdir(parents=True, exist_ok=True)

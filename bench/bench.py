@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Time pytest-kunit against upstream kunit.py on the same packaged tree and kunitconfig, in one run.
+
+Scenarios (each repeated; medians printed with the ratio pytest-kunit / kunit.py):
+  cold      empty build directory (pytest-kunit: empty cache; kunit.py: new --build_dir)
+  warm      the same command again with nothing changed
+  one-case  warm, one selected case (pytest -k / kunit.py filter_glob)
+  xdist     warm, `-n 2` against `-n 0` on the all-tests fragment (pytest-kunit only; kunit.py has no equivalent)
+
+kunit.py is the packaged tree's own tools/testing/kunit/kunit.py, run on a pristine extract of the same tarball.
+Usage: bench/bench.py [--cold-runs N] [--warm-runs N] [--skip-cold] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+FRAMEWORK = ROOT / "testsuites/kunit.kunitconfig"
+ALL_TESTS = ROOT / "testsuites/all-tests.kunitconfig"
+
+
+def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
+    started = time.monotonic()
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    elapsed = time.monotonic() - started
+    # pytest exits 0 (all passed); kunit.py exits 0 too. Anything else invalidates the figure.
+    if result.returncode != 0:
+        sys.stderr.write(f"command failed ({result.returncode}): {' '.join(command)}\n{result.stdout[-3000:]}\n")
+        raise SystemExit(1)
+    return elapsed
+
+
+def pytest_kunit(cache: Path, fragment: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--kunit",
+        f"--kunit-cache-dir={cache}",
+        str(fragment),
+        *extra,
+    ]
+
+
+def kunit_py(tree: Path, build_dir: Path, fragment: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        str(tree / "tools/testing/kunit/kunit.py"),
+        "run",
+        "--arch=x86_64",
+        f"--build_dir={build_dir}",
+        f"--kunitconfig={fragment}",
+        f"--jobs={os.cpu_count() or 1}",
+        *extra,
+    ]
+
+
+def pristine_tree(workdir: Path) -> Path:
+    with tarfile.open(TARBALL) as archive:
+        top = archive.next()
+    assert top is not None
+    subprocess.run(["tar", "-xf", str(TARBALL), "-C", str(workdir)], check=True)
+    return workdir / top.name.split("/")[0]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cold-runs", type=int, default=3)
+    parser.add_argument("--warm-runs", type=int, default=5)
+    parser.add_argument("--skip-cold", action="store_true", help="reuse warm builds only (no cold figures)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+
+    figures: dict[str, dict[str, list[float]]] = {}
+
+    def record(scenario: str, tool: str, seconds: float) -> None:
+        figures.setdefault(scenario, {}).setdefault(tool, []).append(seconds)
+        print(f"{scenario:10} {tool:12} {seconds:8.1f} s", flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="kunit-bench-") as scratch:
+        work = Path(scratch)
+        tree = pristine_tree(work)
+        cache = work / "cache"
+        build = work / "kunit-build"
+
+        for _ in range(0 if args.skip_cold else args.cold_runs):
+            shutil.rmtree(cache, ignore_errors=True)
+            shutil.rmtree(build, ignore_errors=True)
+            # Interleaved, so drift in the machine's load hits both tools alike.
+            record("cold", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK), ROOT))
+            record("cold", "kunit.py", timed(kunit_py(tree, build, FRAMEWORK), tree))
+
+        # Warm-up (and the build, if cold runs were skipped).
+        timed(pytest_kunit(cache, FRAMEWORK), ROOT)
+        timed(kunit_py(tree, build, FRAMEWORK), tree)
+        for _ in range(args.warm_runs):
+            record("warm", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK), ROOT))
+            record("warm", "kunit.py", timed(kunit_py(tree, build, FRAMEWORK), tree))
+        for _ in range(args.warm_runs):
+            one = ("-k", "example_simple_test")
+            record("one-case", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK, *one), ROOT))
+            record("one-case", "kunit.py", timed(kunit_py(tree, build, FRAMEWORK, "example.example_simple_test"), tree))
+
+        timed(pytest_kunit(cache, ALL_TESTS), ROOT)  # build the all-tests kernel
+        for _ in range(args.warm_runs):
+            record("xdist", "-n 0", timed(pytest_kunit(cache, ALL_TESTS, "-n", "0"), ROOT))
+            record("xdist", "-n 2", timed(pytest_kunit(cache, ALL_TESTS, "-n", "2"), ROOT))
+
+    print("\nmedians (seconds) and ratios")
+    summary: dict[str, dict[str, float]] = {}
+    for scenario, tools in figures.items():
+        medians = {tool: median(values) for tool, values in tools.items()}
+        summary[scenario] = medians
+        names = list(medians)
+        ratio = medians[names[0]] / medians[names[1]] if len(names) == 2 and medians[names[1]] else float("nan")
+        cells = "  ".join(f"{tool} {value:.1f}" for tool, value in medians.items())
+        print(f"{scenario:10} {cells}  ratio {names[0]}/{names[-1]} = {ratio:.2f}  (runs: {len(tools[names[0]])})")
+    if "xdist" in summary:
+        speedup = summary["xdist"]["-n 0"] / summary["xdist"]["-n 2"]
+        print(f"xdist speed-up (-n 0 / -n 2): {speedup:.2f}x")
+    if args.json:
+        args.json.write_text(json.dumps({"figures": figures, "medians": summary}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,76 @@
+"""Out-of-tree suites: a folder of C sources, a Kconfig and a Makefile/Kbuild beside its kunitconfig.
+
+The folder is copied (rsync, keeping timestamps, so Kbuild rebuilds only what changed) into the prepared tree under
+`pytest-kunit/<name>/`, which the tree's top-level Kconfig and Kbuild are made to include. The prepared tree is
+always the runner's own copy in the cache: the source the user pointed at is never modified.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import TreeError
+
+OVERLAY = "pytest-kunit"
+_KCONFIG_HOOK = f'source "{OVERLAY}/Kconfig"'
+_KBUILD_HOOK = f"obj-y\t\t\t+= {OVERLAY}/"
+
+
+@dataclass(frozen=True)
+class SuiteDir:
+    name: str
+    path: Path
+
+    def digest(self) -> str:
+        """Identity of every file in the folder: a change to any of them means a rebuild."""
+        digest = hashlib.sha256()
+        for path in sorted(self.path.rglob("*")):
+            if path.is_file():
+                digest.update(str(path.relative_to(self.path)).encode() + b"\0" + path.read_bytes() + b"\0")
+        return digest.hexdigest()[:16]
+
+
+def suite_dir_for(fragment: Path) -> SuiteDir | None:
+    """The out-of-tree suite a kunitconfig belongs to: its folder, when that holds a Kconfig and a Makefile/Kbuild."""
+    folder = fragment.parent
+    if (folder / "Kconfig").is_file() and ((folder / "Makefile").is_file() or (folder / "Kbuild").is_file()):
+        return SuiteDir(folder.name, folder.resolve())
+    return None
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def _append_once(path: Path, line: str) -> None:
+    text = path.read_text()
+    if line not in text.splitlines():
+        path.write_text(text.rstrip("\n") + f"\n\n{line}\n")
+
+
+def install(tree: Path, suite: SuiteDir) -> None:
+    """Place the suite's folder into `tree` and make Kconfig and Kbuild include every placed suite."""
+    overlay = tree / OVERLAY
+    destination = overlay / suite.name
+    destination.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        ["rsync", "-a", "--delete", "--exclude=*.kunitconfig", f"{suite.path}/", f"{destination}/"],
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        raise TreeError(
+            f"Could not copy the suite {suite.path} into the kernel tree.",
+            "check rsync is installed.",
+            detail=result.stderr.strip(),
+        )
+    placed = sorted(child.name for child in overlay.iterdir() if (child / "Kconfig").is_file())
+    kconfig = "".join(f'source "{OVERLAY}/{name}/Kconfig"\n' for name in placed)
+    _write_if_changed(overlay / "Kconfig", f'menu "pytest-kunit out-of-tree suites"\n{kconfig}endmenu\n')
+    _write_if_changed(overlay / "Makefile", "".join(f"obj-y += {name}/\n" for name in placed))
+    _append_once(tree / "Kconfig", _KCONFIG_HOOK)
+    _append_once(tree / "Kbuild", _KBUILD_HOOK)

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Command one: set everything up, then run the main job: every default suite in testsuites/ on the packaged
+# Debian 6.1 tree with kernel-patches/ applied. Extra arguments go to pytest (e.g. -k, -n 2, --junitxml=out.xml).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+exec python3 -m pytest --kunit testsuites/ "$@"

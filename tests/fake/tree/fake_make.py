@@ -1,0 +1,85 @@
+"""Fake `make` targets: tinyconfig, olddefconfig (drops what Kconfig cannot satisfy) and bzImage (the guest spec)."""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+TREE = Path(__file__).resolve().parent
+
+
+def kconfig_lines(path):
+    """The Kconfig file's lines with every `source "file"` followed, as Kconfig does."""
+    for line in path.read_text().splitlines():
+        source = re.match(r'\s*source "(.*)"', line)
+        if source:
+            yield from kconfig_lines(TREE / source.group(1))
+        else:
+            yield line
+
+
+def symbols():
+    defined, name = {}, None
+    for line in kconfig_lines(TREE / "Kconfig"):
+        start = re.match(r"config (\w+)", line)
+        if start:
+            name = start.group(1)
+            defined[name] = []
+        need = re.match(r"\s+depends on (.*)", line)
+        if need and name:
+            defined[name] += re.findall(r"\w+", need.group(1))
+    return defined
+
+
+def olddefconfig(dotconfig):
+    values = {}
+    for line in dotconfig.read_text().splitlines():
+        match = re.match(r"CONFIG_(\w+)=(.*)", line)
+        if match:
+            values[match.group(1)] = match.group(2)
+        unset = re.match(r"# CONFIG_(\w+) is not set", line)
+        if unset:
+            values.pop(unset.group(1), None)
+    defined = symbols()
+    changed = True
+    while changed:
+        changed = False
+        for name in list(values):
+            if name not in defined or any(dep not in values for dep in defined[name]):
+                del values[name]
+                changed = True
+    dotconfig.write_text("".join(f"CONFIG_{k}={v}\n" for k, v in values.items()))
+
+
+def main(target, out):
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    dotconfig = out / ".config"
+    if target == "tinyconfig":
+        dotconfig.write_text("CONFIG_64BIT=y\n")
+    elif target == "olddefconfig":
+        olddefconfig(dotconfig)
+    elif target == "bzImage":
+        with (out / "make-runs").open("a") as runs:
+            runs.write("bzImage\n")
+        print("  CC      lib/kunit/test.o", flush=True)
+        if "CONFIG_FAKE_BUILD_ERROR=y" in dotconfig.read_text():
+            print("lib/kunit/test.c:42:7: error: 'boom' undeclared (first use in this function)")
+            return 2
+        print("  LD      vmlinux", flush=True)
+        image = out / "arch/x86/boot/bzImage"
+        image.parent.mkdir(parents=True, exist_ok=True)
+        spec = json.loads((TREE / "guest.json").read_text())
+        # Out-of-tree suites placed by the runner: "compiled" in when their symbol is enabled.
+        for fake_suite in sorted(TREE.glob("pytest-kunit/*/fake-suite.json")):
+            suite = json.loads(fake_suite.read_text())
+            if f"CONFIG_{suite['config']}=y" in dotconfig.read_text():
+                spec["suites"] += suite["suites"]
+        image.write_text(json.dumps(spec))
+        (out / "lib/kunit").mkdir(parents=True, exist_ok=True)
+        (out / "lib/kunit/.kunit-example-test.o.cmd").write_text("cmd\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))

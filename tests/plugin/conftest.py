@@ -1,0 +1,82 @@
+"""A fake kernel tree and a fake qemu (tests/fake/) so the whole plugin runs in seconds, with no kernel."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FAKE = Path(__file__).resolve().parent.parent / "fake"
+KUNITCONFIG = "CONFIG_KUNIT=y\nCONFIG_KUNIT_TEST=y\nCONFIG_KUNIT_EXAMPLE_TEST=y\n"
+
+
+@dataclass
+class FakeKernel:
+    tree: Path
+    cache: Path
+    qemu_log: Path
+
+    def spec(self) -> dict[str, Any]:
+        return json.loads((self.tree / "guest.json").read_text())
+
+    def write_spec(self, spec: dict[str, Any]) -> None:
+        (self.tree / "guest.json").write_text(json.dumps(spec))
+
+    def set_case(self, suite: str, case: str, **fields: Any) -> None:
+        spec = self.spec()
+        for entry in spec["suites"]:
+            if entry["name"] == suite:
+                for item in entry["cases"]:
+                    if item["name"] == case:
+                        item.update(fields)
+        self.write_spec(spec)
+
+    def options(self, *extra: str) -> list[str]:
+        return [
+            # Unrelated plugins installed beside us cost seconds per inner run.
+            "-p",
+            "no:hypothesispytest",
+            "-p",
+            "no:benchmark",
+            "-p",
+            "no:cacheprovider" if "--lf" not in extra else "cacheprovider",
+            "--kunit",
+            f"--kunit-kernel-src={self.tree}",
+            "--kunit-patches=none",
+            f"--kunit-qemu={FAKE / 'qemu'}",
+            f"--kunit-cache-dir={self.cache}",
+            *extra,
+        ]
+
+    def boots(self) -> list[dict[str, Any]]:
+        if not self.qemu_log.exists():
+            return []
+        return [json.loads(line) for line in self.qemu_log.read_text().splitlines()]
+
+    def test_boots(self) -> list[dict[str, Any]]:
+        """Boots that ran tests (not the kunit.action=list boot)."""
+        return [boot for boot in self.boots() if boot["params"].get("kunit.action") != "list"]
+
+    def filters(self) -> list[str | None]:
+        return [boot["params"].get("kunit.filter_glob") for boot in self.test_boots()]
+
+
+@pytest.fixture
+def fake_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKernel]:
+    tree = tmp_path / "fake-tree"
+    shutil.copytree(FAKE / "tree", tree)
+    log = tmp_path / "qemu.log"
+    monkeypatch.setenv("FAKE_QEMU_LOG", str(log))
+    yield FakeKernel(tree, tmp_path / "cache", log)
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A pytester directory holding one kunitconfig fragment."""
+    pytester.makefile(".kunitconfig", kunit=KUNITCONFIG)
+    return pytester

@@ -1,0 +1,124 @@
+"""The real tier: build the packaged Debian 6.1 tree with kernel-patches/ and boot it in QEMU (TCG).
+
+Each test runs pytest in a subprocess exactly as a user would, sharing the default cache, so the kernel a test needs
+is built once for the whole tier.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.real
+
+ROOT = Path(__file__).resolve().parents[2]
+FRAMEWORK = "testsuites/kunit.kunitconfig"
+# The 24 cases upstream `kunit.py run --kunitconfig=lib/kunit/.kunitconfig` reports on this tree: 22 pass, 2 skip.
+FRAMEWORK_SKIPS = {"example.example_skip_test", "example.example_mark_skipped_test"}
+FRAMEWORK_CASES = {
+    "kunit_executor_test.parse_filter_test",
+    "kunit_executor_test.filter_suites_test",
+    "kunit_executor_test.filter_suites_test_glob_test",
+    "kunit_executor_test.filter_suites_to_empty_test",
+    "kunit-try-catch-test.kunit_test_try_catch_successful_try_no_catch",
+    "kunit-try-catch-test.kunit_test_try_catch_unsuccessful_try_does_catch",
+    "kunit-resource-test.kunit_resource_test_init_resources",
+    "kunit-resource-test.kunit_resource_test_alloc_resource",
+    "kunit-resource-test.kunit_resource_test_destroy_resource",
+    "kunit-resource-test.kunit_resource_test_remove_resource",
+    "kunit-resource-test.kunit_resource_test_cleanup_resources",
+    "kunit-resource-test.kunit_resource_test_proper_free_ordering",
+    "kunit-resource-test.kunit_resource_test_static",
+    "kunit-resource-test.kunit_resource_test_named",
+    "kunit-log-test.kunit_log_test",
+    "kunit_status.kunit_status_set_failure_test",
+    "kunit_status.kunit_status_mark_skipped_test",
+    "string-stream-test.string_stream_test_empty_on_creation",
+    "string-stream-test.string_stream_test_not_empty_after_add",
+    "string-stream-test.string_stream_test_get_string",
+    "example.example_simple_test",
+    "example.example_skip_test",
+    "example.example_mark_skipped_test",
+    "example.example_all_expect_macros_test",
+}
+
+
+def run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """Run `pytest --kunit` from the repository; return the process and {suite.case: outcome} from JUnit XML."""
+    junit = tmp_path / "junit.xml"
+    process = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--kunit", "-v", f"--junitxml={junit}", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    outcomes: dict[str, str] = {}
+    if junit.exists():
+        for case in ET.parse(junit).getroot().iter("testcase"):
+            suite = case.get("classname", "").rsplit(".", 1)[-1]
+            name = f"{suite}.{case.get('name')}"
+            outcome = "passed"
+            for tag in ("failure", "error", "skipped"):
+                if case.find(tag) is not None:
+                    outcome = tag
+            outcomes[name] = outcome
+    return process, outcomes
+
+
+def report(process: subprocess.CompletedProcess[str]) -> str:
+    return process.stdout[-6000:] + process.stderr[-3000:]
+
+
+def test_framework_suites_pass(tmp_path: Path) -> None:
+    process, outcomes = run(tmp_path, FRAMEWORK)
+    assert process.returncode == 0, report(process)
+    assert set(outcomes) >= FRAMEWORK_CASES, report(process)
+    assert {name for name, outcome in outcomes.items() if outcome == "skipped"} == FRAMEWORK_SKIPS
+    assert all(outcome in ("passed", "skipped") for outcome in outcomes.values()), outcomes
+
+
+def test_warm_selection_boots_only_the_chosen_case(tmp_path: Path) -> None:
+    run(tmp_path, FRAMEWORK)  # make sure the kernel is built and listed
+    process, outcomes = run(tmp_path, FRAMEWORK, "-k", "example_simple_test")
+    assert process.returncode == 0, report(process)
+    assert outcomes == {"example.example_simple_test": "passed"}
+    assert "kernel builds: 0 " in process.stdout, report(process)
+    assert "guest boots: 1 " in process.stdout, report(process)
+    assert "boot 1: kunit.filter_glob=example.example_simple_test" in process.stdout, report(process)
+
+
+def test_failures_come_from_the_console(tmp_path: Path) -> None:
+    process, outcomes = run(
+        tmp_path,
+        FRAMEWORK,
+        "--kunit-patches=kernel-patches",
+        "--kunit-patches=tests/data/patches/failing",
+        "-k",
+        "example",
+    )
+    assert process.returncode == 1, report(process)
+    assert outcomes["example.example_simple_test"] == "passed"
+    assert outcomes["example.example_failing_test"] == "failure"
+    assert outcomes["example.example_assert_failing_test"] == "failure"
+    assert outcomes["example.example_params_test"] == "passed"
+    assert outcomes["example.example_params_failing_test"] == "failure"
+    text = process.stdout
+    assert "example.example_failing_test FAILED at lib/kunit/kunit-example-test.c:" in text
+    assert "Expected 1 + 1 == 3, but" in text
+    assert "example.example_assert_failing_test FAILED at lib/kunit/kunit-example-test.c:" in text
+    assert "failing parameters: value 2" in text
+
+
+def test_two_xdist_workers(tmp_path: Path) -> None:
+    run(tmp_path, FRAMEWORK)  # build first, so the comparison below is about booting
+    process, outcomes = run(tmp_path, FRAMEWORK, "-n", "2")
+    assert process.returncode == 0, report(process)
+    assert set(outcomes) >= FRAMEWORK_CASES
+    assert {name for name, outcome in outcomes.items() if outcome == "skipped"} == FRAMEWORK_SKIPS
+    # Each worker boots its own guest once for its batch of suites.
+    assert "guest boots: 2 " in process.stdout, report(process)

@@ -1,0 +1,309 @@
+"""kunitconfig fragments: parsing, merging, and validation against a .config and a (fake) Kconfig tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_kunit.errors import ConfigError
+from pytest_kunit.kconfig import (
+    Dropped,
+    Entry,
+    Fragment,
+    check_fragment,
+    dropped_symbols,
+    kconfig_definition,
+    parse_fragment,
+    read_dotconfig,
+    read_fragment,
+)
+
+
+def values(fragment: Fragment) -> list[tuple[str, str]]:
+    return [(entry.symbol, entry.value) for entry in fragment.entries]
+
+
+# --- parsing -------------------------------------------------------------------------------------------------------
+
+
+def test_parse_values_of_every_kind() -> None:
+    text = "\n".join(
+        [
+            "# The KUnit framework",
+            "",
+            "CONFIG_KUNIT=y",
+            "CONFIG_MODULE_TEST=m",
+            "CONFIG_OFF=n",
+            "# CONFIG_DEBUG_STUFF is not set",
+            "CONFIG_NUMBER=42",
+            "CONFIG_NEGATIVE=-7",
+            "CONFIG_HEX=0x1F",
+            "CONFIG_HEX_UPPER=0XdeadBEEF",
+            'CONFIG_CMDLINE="console=ttyS0 quiet"',
+            'CONFIG_QUOTED="say \\"hi\\" \\\\ bye"',
+            'CONFIG_EMPTY=""',
+            "   CONFIG_INDENTED=y   ",
+        ]
+    )
+    fragment = parse_fragment(text, "k.kunitconfig")
+    assert values(fragment) == [
+        ("CONFIG_KUNIT", "y"),
+        ("CONFIG_MODULE_TEST", "m"),
+        ("CONFIG_OFF", "n"),
+        ("CONFIG_DEBUG_STUFF", "n"),
+        ("CONFIG_NUMBER", "42"),
+        ("CONFIG_NEGATIVE", "-7"),
+        ("CONFIG_HEX", "0x1F"),
+        ("CONFIG_HEX_UPPER", "0XdeadBEEF"),
+        ("CONFIG_CMDLINE", '"console=ttyS0 quiet"'),
+        ("CONFIG_QUOTED", '"say \\"hi\\" \\\\ bye"'),
+        ("CONFIG_EMPTY", '""'),
+        ("CONFIG_INDENTED", "y"),
+    ]
+    assert fragment.entries[0].origin == "k.kunitconfig:3"
+    assert fragment.entries[3] == Entry("CONFIG_DEBUG_STUFF", "n", "k.kunitconfig:6")
+    assert fragment.entries[-1].origin == "k.kunitconfig:14"
+
+
+def test_not_set_and_n_are_written_back_as_not_set() -> None:
+    fragment = parse_fragment('CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=n\nCONFIG_S="x y"\nCONFIG_N=3\n', "f")
+    assert fragment.text() == 'CONFIG_A=y\n# CONFIG_B is not set\n# CONFIG_C is not set\nCONFIG_S="x y"\nCONFIG_N=3\n'
+
+
+def test_later_line_wins_within_a_fragment() -> None:
+    fragment = parse_fragment("CONFIG_A=y\nCONFIG_B=y\nCONFIG_A=m\n# CONFIG_B is not set\n", "f.kunitconfig")
+    assert fragment.entries == (
+        Entry("CONFIG_A", "m", "f.kunitconfig:3"),
+        Entry("CONFIG_B", "n", "f.kunitconfig:4"),
+    )
+
+
+def test_comments_blank_lines_and_crlf() -> None:
+    fragment = parse_fragment("# comment\r\n\r\n#CONFIG_NOSPACE is not set\r\nCONFIG_A=y\r\n", "f")
+    # "#CONFIG_X is not set" (no space) is a comment, as in Kconfig's own reader.
+    assert fragment.entries == (Entry("CONFIG_A", "y", "f:4"),)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "CONFIG_FOO",
+        "FOO=y",
+        "CONFIG_FOO=yes",
+        "CONFIG_FOO=Y",
+        "CONFIG_FOO = y",
+        "CONFIG_FOO=",
+        'CONFIG_FOO="unterminated',
+        'CONFIG_FOO="a"b"',
+        "CONFIG_FOO=0x",
+        "CONFIG_FOO=1.5",
+        "CONFIG_FOO=y # trailing comment",
+        "CONFIG-FOO=y",
+        "config FOO",
+    ],
+)
+def test_malformed_line_names_file_and_line(line: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse_fragment(f"CONFIG_OK=y\n# fine\n{line}\nCONFIG_ALSO_OK=m\n", "suites/net.kunitconfig")
+    error = raised.value
+    assert f"suites/net.kunitconfig:3: {line.strip()!r} is not" in error.what
+    assert error.what.count("suites/net.kunitconfig:") == 1
+    assert "CONFIG_NAME=value" in error.remedy
+    assert error.render().startswith("Malformed kunitconfig line(s):")
+
+
+def test_every_malformed_line_is_reported_at_once() -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse_fragment("bad one\nCONFIG_OK=y\nCONFIG_X=maybe\n", "f.kunitconfig")
+    assert raised.value.what == (
+        "Malformed kunitconfig line(s):\n"
+        "  f.kunitconfig:1: 'bad one' is not CONFIG_NAME=y|m|n|number|\"string\"\n"
+        "  f.kunitconfig:3: 'CONFIG_X=maybe' is not CONFIG_NAME=y|m|n|number|\"string\""
+    )
+
+
+def test_read_fragment_uses_the_path_as_origin(tmp_path: Path) -> None:
+    path = tmp_path / "a.kunitconfig"
+    path.write_text("CONFIG_KUNIT=y\nnonsense\n")
+    with pytest.raises(ConfigError) as raised:
+        read_fragment(path)
+    assert f"{path}:2: 'nonsense'" in raised.value.what
+    path.write_text("CONFIG_KUNIT=y\n")
+    assert read_fragment(path).entries == (Entry("CONFIG_KUNIT", "y", f"{path}:1"),)
+
+
+# --- merging -------------------------------------------------------------------------------------------------------
+
+
+def test_merge_right_hand_side_wins_and_keeps_first_position() -> None:
+    base = parse_fragment("CONFIG_A=y\nCONFIG_B=y\nCONFIG_C=1\n", "base")
+    extra = parse_fragment("# CONFIG_B is not set\nCONFIG_D=m\nCONFIG_C=2\n", "extra")
+    merged = base + extra
+    assert merged.entries == (
+        Entry("CONFIG_A", "y", "base:1"),
+        Entry("CONFIG_B", "n", "extra:1"),
+        Entry("CONFIG_C", "2", "extra:3"),
+        Entry("CONFIG_D", "m", "extra:2"),
+    )
+    reverse = extra + base
+    assert values(reverse) == [("CONFIG_B", "y"), ("CONFIG_D", "m"), ("CONFIG_C", "1"), ("CONFIG_A", "y")]
+    assert (base + Fragment(())).entries == base.entries
+
+
+# --- validation ----------------------------------------------------------------------------------------------------
+
+KCONFIG = """\
+menu "Fake test options"
+
+config KUNIT
+	tristate "KUnit"
+	help
+	  The test framework.
+
+config KUNIT_TEST
+	tristate "KUnit tests"
+	depends on KUNIT
+	select STACKTRACE
+
+config NEEDS_PCI
+	bool "Needs PCI"
+	depends on PCI && !UML
+	depends on KUNIT=y
+	default y
+
+menuconfig NET_TESTS
+	bool "network tests"
+	depends on NET
+
+if NET_TESTS
+config NET_INNER
+	bool "inner"
+	imply KUNIT
+endif
+
+config STRINGY
+	string "a string"
+	default "abc"
+
+config PCI
+	bool
+
+endmenu
+"""
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "Kconfig").write_text('source "lib/Kconfig.debug"\n')
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "Kconfig.debug").write_text(KCONFIG)
+    (tmp_path / "drivers").mkdir()
+    (tmp_path / "drivers" / "Kconfig").write_text("config OTHER\n\tbool\n\tdepends on KUNIT\n\tdepends on KUNIT\n")
+    # Kconfig files inside .git are never read.
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "Kconfig").write_text("config GHOST\n\tdepends on NOTHING\n")
+    return tmp_path
+
+
+def test_kconfig_definition(tree: Path) -> None:
+    assert kconfig_definition(tree, "KUNIT") == ()
+    assert kconfig_definition(tree, "KUNIT_TEST") == ("depends on KUNIT",)
+    assert kconfig_definition(tree, "NEEDS_PCI") == ("depends on PCI && !UML", "depends on KUNIT=y")
+    assert kconfig_definition(tree, "NET_TESTS") == ("depends on NET",)
+    assert kconfig_definition(tree, "NET_INNER") == ()
+    assert kconfig_definition(tree, "OTHER") == ("depends on KUNIT",)
+    assert kconfig_definition(tree, "GHOST") is None
+    assert kconfig_definition(tree, "NO_SUCH_SYMBOL") is None
+    assert kconfig_definition(tree, "KUNIT_TES") is None
+
+
+DOTCONFIG = """\
+#
+# Automatically generated file; DO NOT EDIT.
+#
+CONFIG_KUNIT=y
+CONFIG_KUNIT_TEST=m
+# CONFIG_NEEDS_PCI is not set
+CONFIG_STRINGY="abc"
+CONFIG_NR_CPUS=8
+"""
+
+
+def test_read_dotconfig() -> None:
+    assert read_dotconfig(DOTCONFIG) == {
+        "CONFIG_KUNIT": "y",
+        "CONFIG_KUNIT_TEST": "m",
+        "CONFIG_STRINGY": '"abc"',
+        "CONFIG_NR_CPUS": "8",
+    }
+
+
+def test_check_fragment_passes_when_everything_holds(tree: Path) -> None:
+    fragment = parse_fragment(
+        'CONFIG_KUNIT=y\nCONFIG_KUNIT_TEST=m\n# CONFIG_NEEDS_PCI is not set\nCONFIG_STRINGY="abc"\n'
+        "CONFIG_NR_CPUS=8\n# CONFIG_NEVER_MENTIONED is not set\n",
+        "ok.kunitconfig",
+    )
+    check_fragment(fragment, DOTCONFIG, tree)
+    assert dropped_symbols(fragment, read_dotconfig(DOTCONFIG), tree) == []
+
+
+def test_check_fragment_reports_dropped_and_unknown_symbols(tree: Path) -> None:
+    fragment = parse_fragment(
+        "CONFIG_KUNIT=y\n"
+        "CONFIG_KUNIT_TEST=y\n"
+        "CONFIG_NEEDS_PCI=y\n"
+        "CONFIG_NOT_A_SYMBOL=y\n"
+        'CONFIG_STRINGY="xyz"\n'
+        "# CONFIG_KUNIT is not set\n",
+        "suites/pci.kunitconfig",
+    )
+    dropped = dropped_symbols(fragment, read_dotconfig(DOTCONFIG), tree)
+    assert dropped == [
+        Dropped(Entry("CONFIG_KUNIT", "n", "suites/pci.kunitconfig:6"), "y", True, ()),
+        Dropped(Entry("CONFIG_KUNIT_TEST", "y", "suites/pci.kunitconfig:2"), "m", True, ("depends on KUNIT",)),
+        Dropped(
+            Entry("CONFIG_NEEDS_PCI", "y", "suites/pci.kunitconfig:3"),
+            "n",
+            True,
+            ("depends on PCI && !UML", "depends on KUNIT=y"),
+        ),
+        Dropped(Entry("CONFIG_NOT_A_SYMBOL", "y", "suites/pci.kunitconfig:4"), "n", False, ()),
+        Dropped(Entry("CONFIG_STRINGY", '"xyz"', "suites/pci.kunitconfig:5"), '"abc"', True, ()),
+    ]
+    with pytest.raises(ConfigError) as raised:
+        check_fragment(fragment, DOTCONFIG, tree)
+    assert raised.value.what.splitlines() == [
+        "The kernel configuration does not hold what the kunitconfig asks for:",
+        "  CONFIG_KUNIT=n (suites/pci.kunitconfig:6): is y after olddefconfig",
+        "  CONFIG_KUNIT_TEST=y (suites/pci.kunitconfig:2): is m after olddefconfig; Kconfig: depends on KUNIT",
+        "  CONFIG_NEEDS_PCI=y (suites/pci.kunitconfig:3): is not set after olddefconfig; "
+        "Kconfig: depends on PCI && !UML; depends on KUNIT=y",
+        "  CONFIG_NOT_A_SYMBOL=y (suites/pci.kunitconfig:4): no such symbol in this kernel tree",
+        '  CONFIG_STRINGY="xyz" (suites/pci.kunitconfig:5): is "abc" after olddefconfig',
+    ]
+    assert "depend on" in raised.value.remedy
+
+
+def test_symbol_defined_in_several_files_collects_every_dependency(tree: Path) -> None:
+    (tree / "arch").mkdir()
+    (tree / "arch" / "Kconfig").write_text("config NEEDS_PCI\n\tdepends on X86\n")
+    assert sorted(kconfig_definition(tree, "NEEDS_PCI") or ()) == [
+        "depends on KUNIT=y",
+        "depends on PCI && !UML",
+        "depends on X86",
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: help text is not a block end, so a help line starting with 'depends on' is reported as a "
+    "Kconfig dependency of the symbol",
+)
+def test_help_text_is_not_a_dependency(tmp_path: Path) -> None:
+    (tmp_path / "Kconfig").write_text(
+        "config CHATTY\n\tbool \"chatty\"\n\tdepends on REAL\n\thelp\n\t  Whether this works\n"
+        "\t  depends on your hardware.\n"
+    )
+    assert kconfig_definition(tmp_path, "CHATTY") == ("depends on REAL",)

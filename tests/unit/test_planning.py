@@ -1,0 +1,304 @@
+"""Batch planning and kunit.filter_glob construction: pure functions of node ids and case lists."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_kunit.options import Isolate
+from pytest_kunit.runner import (
+    MAX_FILTER_LENGTH,
+    executed_cases,
+    list_filter,
+    plan_batches,
+    single_glob_filters,
+    split_nodeid,
+)
+
+from .test_ktap import KUNIT_ALL_CASES
+
+KERNEL = "testsuites/kunit.kunitconfig"
+NODEIDS = [f"{KERNEL}::{suite}::{case}" for suite, case in KUNIT_ALL_CASES]
+SUITE_SIZES = Counter(suite for suite, _ in KUNIT_ALL_CASES)
+# kunit-resource-test 8, kunit_executor_test 4, example 4, string-stream-test 3, kunit-try-catch-test 2,
+# kunit_status 2, kunit-log-test 1: 24 cases.
+
+
+def batches(plan: dict[str, str]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for nodeid, batch in plan.items():
+        grouped.setdefault(batch, []).append(nodeid)
+    return grouped
+
+
+def suites_of(nodeids: list[str]) -> set[str]:
+    return {nodeid.split("::")[1] for nodeid in nodeids}
+
+
+# --- split_nodeid --------------------------------------------------------------------------------------------------
+
+
+def test_split_nodeid() -> None:
+    assert split_nodeid(f"{KERNEL}::example::example_simple_test") == (KERNEL, "example", "example_simple_test")
+    assert split_nodeid("a.kunitconfig::s::c") == ("a.kunitconfig", "s", "c")
+    assert split_nodeid("tests/test_x.py::test_y") is None
+    assert split_nodeid("tests/test_x.py::Class::test_y") is None
+    assert split_nodeid(f"{KERNEL}::example") is None
+    assert split_nodeid(f"{KERNEL}::example::case::extra") is None
+    assert split_nodeid("") is None
+
+
+# --- plan_batches --------------------------------------------------------------------------------------------------
+
+
+def test_isolate_case_gives_every_case_its_own_batch() -> None:
+    assert plan_batches(NODEIDS, 3, Isolate.CASE) == {nodeid: nodeid for nodeid in NODEIDS}
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 4])
+def test_isolate_suite_gives_one_batch_per_suite_whatever_the_workers(workers: int) -> None:
+    plan = plan_batches(NODEIDS, workers, Isolate.SUITE)
+    assert plan == {nodeid: f"{KERNEL}::{nodeid.split('::')[1]}" for nodeid in NODEIDS}
+    assert len(batches(plan)) == 7
+
+
+def test_isolate_none_one_worker_is_one_batch() -> None:
+    assert plan_batches(NODEIDS, 1, Isolate.NONE) == {nodeid: f"{KERNEL}::batch0" for nodeid in NODEIDS}
+
+
+@pytest.mark.parametrize(
+    ("workers", "expected"),
+    [
+        # Largest suites first (8, 4, 4, 3, 2, 2, 1), each into the lightest batch (lowest index on a tie).
+        (
+            2,
+            [
+                {"kunit-resource-test", "string-stream-test", "kunit-log-test"},
+                {"kunit_executor_test", "example", "kunit-try-catch-test", "kunit_status"},
+            ],
+        ),
+        (
+            3,
+            [
+                {"kunit-resource-test"},
+                {"kunit_executor_test", "string-stream-test", "kunit-log-test"},
+                {"example", "kunit-try-catch-test", "kunit_status"},
+            ],
+        ),
+        (
+            4,
+            [
+                {"kunit-resource-test"},
+                {"kunit_executor_test", "kunit_status"},
+                {"example", "kunit-log-test"},
+                {"string-stream-test", "kunit-try-catch-test"},
+            ],
+        ),
+    ],
+)
+def test_isolate_none_deals_suites_into_balanced_batches(workers: int, expected: list[set[str]]) -> None:
+    grouped = batches(plan_batches(NODEIDS, workers, Isolate.NONE))
+    assert sorted(grouped) == [f"{KERNEL}::batch{index}" for index in range(workers)]
+    assert [suites_of(grouped[f"{KERNEL}::batch{index}"]) for index in range(workers)] == expected
+    loads = [len(grouped[f"{KERNEL}::batch{index}"]) for index in range(workers)]
+    assert loads == {2: [12, 12], 3: [8, 8, 8], 4: [8, 6, 5, 5]}[workers]
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 4])
+@pytest.mark.parametrize("isolate", list(Isolate))
+def test_plans_are_deterministic_and_never_split_a_suite_unless_case_isolation(workers: int, isolate: Isolate) -> None:
+    plan = plan_batches(NODEIDS, workers, isolate)
+    assert plan == plan_batches(list(NODEIDS), workers, isolate)
+    assert set(plan) == set(NODEIDS)
+    if isolate is not Isolate.CASE:
+        batch_of_suite: dict[str, set[str]] = {}
+        for nodeid, batch in plan.items():
+            batch_of_suite.setdefault(nodeid.split("::")[1], set()).add(batch)
+        assert all(len(found) == 1 for found in batch_of_suite.values())
+    if isolate is Isolate.NONE:
+        assert len(batches(plan)) == min(workers, 7)
+
+
+def test_more_workers_than_suites_and_zero_workers() -> None:
+    nodeids = [f"{KERNEL}::a::x", f"{KERNEL}::a::y", f"{KERNEL}::b::z"]
+    assert plan_batches(nodeids, 8, Isolate.NONE) == {
+        nodeids[0]: f"{KERNEL}::batch0",
+        nodeids[1]: f"{KERNEL}::batch0",
+        nodeids[2]: f"{KERNEL}::batch1",
+    }
+    assert set(plan_batches(nodeids, 0, Isolate.NONE).values()) == {f"{KERNEL}::batch0"}
+
+
+def test_kernels_are_never_mixed_and_other_items_are_left_out() -> None:
+    nodeids = [
+        "a.kunitconfig::s1::c1",
+        "tests/test_plain.py::test_something",
+        "b.kunitconfig::s1::c1",
+        "a.kunitconfig::s2::c2",
+        "b.kunitconfig::s2::c2",
+    ]
+    plan = plan_batches(nodeids, 2, Isolate.NONE)
+    assert plan == {
+        "a.kunitconfig::s1::c1": "a.kunitconfig::batch0",
+        "a.kunitconfig::s2::c2": "a.kunitconfig::batch1",
+        "b.kunitconfig::s1::c1": "b.kunitconfig::batch0",
+        "b.kunitconfig::s2::c2": "b.kunitconfig::batch1",
+    }
+    assert plan_batches(nodeids, 1, Isolate.SUITE)["b.kunitconfig::s2::c2"] == "b.kunitconfig::s2"
+    assert plan_batches([], 4, Isolate.NONE) == {}
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(
+    st.lists(st.integers(1, 12), min_size=1, max_size=12),
+    st.integers(1, 6),
+)
+def test_isolate_none_is_balanced_for_any_suite_sizes(sizes: list[int], workers: int) -> None:
+    nodeids = [f"k.kunitconfig::suite{index}::case{n}" for index, size in enumerate(sizes) for n in range(size)]
+    plan = plan_batches(nodeids, workers, Isolate.NONE)
+    grouped = batches(plan)
+    assert len(grouped) == min(workers, len(sizes))
+    loads = [len(members) for members in grouped.values()]
+    # Greedy largest-first: no batch exceeds the lightest by more than the largest suite.
+    assert max(loads) - min(loads) <= max(sizes)
+    assert sum(loads) == sum(sizes)
+    for members in grouped.values():
+        for suite in suites_of(members):
+            assert sum(1 for member in members if member.split("::")[1] == suite) == sizes[int(suite[5:])]
+
+
+# --- list_filter ---------------------------------------------------------------------------------------------------
+
+ALL = list(KUNIT_ALL_CASES)
+
+
+def of(suite: str) -> list[tuple[str, str]]:
+    return [case for case in ALL if case[0] == suite]
+
+
+def test_everything_wanted_is_no_filter() -> None:
+    assert list_filter(ALL, ALL) is None
+    assert list_filter(ALL, list(reversed(ALL))) is None
+    assert list_filter(ALL, [*ALL, ("unknown", "case")]) is None
+    assert list_filter([], []) is None
+
+
+def test_whole_suites_compress_to_the_suite_name_in_execution_order() -> None:
+    wanted = of("example") + of("kunit_executor_test")
+    assert list_filter(ALL, wanted) == "kunit_executor_test,example"
+
+
+def test_partial_suites_name_exact_cases() -> None:
+    wanted = [
+        ("example", "example_skip_test"),
+        *of("kunit-log-test"),
+        ("kunit-resource-test", "kunit_resource_test_named"),
+        ("kunit-resource-test", "kunit_resource_test_init_resources"),
+    ]
+    assert list_filter(ALL, wanted) == (
+        "kunit-resource-test.kunit_resource_test_init_resources,"
+        "kunit-resource-test.kunit_resource_test_named,"
+        "kunit-log-test,"
+        "example.example_skip_test"
+    )
+    assert list_filter(ALL, [("example", "example_simple_test")]) == "example.example_simple_test"
+
+
+def test_everything_but_one_case() -> None:
+    wanted = [case for case in ALL if case != ("kunit_status", "kunit_status_mark_skipped_test")]
+    assert list_filter(ALL, wanted) == (
+        "kunit_executor_test,kunit-try-catch-test,kunit-resource-test,kunit-log-test,"
+        "kunit_status.kunit_status_set_failure_test,string-stream-test,example"
+    )
+
+
+def test_too_long_filter_falls_back_to_whole_suites() -> None:
+    suites = [f"suite_{n:02d}" for n in range(30)]
+    all_cases = [(suite, f"a_fairly_long_case_name_number_{n:02d}") for suite in suites for n in range(4)]
+    wanted = [case for case in all_cases if case[1].endswith(("00", "01", "02"))]
+    exact = ",".join(f"{suite}.{case}" for suite, case in wanted)
+    assert len(exact) > MAX_FILTER_LENGTH
+    assert list_filter(all_cases, wanted) == ",".join(suites)
+    # Just under the limit the filter stays exact.
+    few = wanted[:30]
+    exact_few = ",".join(f"{suite}.{case}" for suite, case in few)
+    assert len(exact_few) <= MAX_FILTER_LENGTH
+    assert list_filter(all_cases, few) == exact_few
+
+
+def test_filter_at_exactly_the_limit_is_kept() -> None:
+    # One case whose "suite.case" entry is exactly MAX_FILTER_LENGTH characters long.
+    case = ("s", "c" * (MAX_FILTER_LENGTH - 2))
+    all_cases = [case, ("s", "other")]
+    assert list_filter(all_cases, [case]) == f"s.{case[1]}"
+    longer = ("s", "c" * (MAX_FILTER_LENGTH - 1))
+    assert list_filter([longer, ("s", "other")], [longer]) == "s"
+
+
+names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_-", min_size=1, max_size=8).filter(lambda n: n[0] != "-")
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(
+    st.lists(st.tuples(names, names), min_size=1, max_size=25, unique=True).flatmap(
+        lambda cases: st.tuples(st.just(cases), st.lists(st.sampled_from(cases), max_size=25))
+    )
+)
+def test_a_list_filter_runs_exactly_what_is_wanted(data: tuple[list[tuple[str, str]], list[tuple[str, str]]]) -> None:
+    all_cases, wanted = data
+    # The kernel runs each suite's cases together: make the listing suite-contiguous like a real one.
+    order = list(dict.fromkeys(suite for suite, _ in all_cases))
+    all_cases = sorted(all_cases, key=lambda case: order.index(case[0]))
+    kernel_filter = list_filter(all_cases, wanted)
+    ran = executed_cases(all_cases, kernel_filter)
+    if kernel_filter is None:
+        assert set(wanted) >= set(all_cases)
+        assert ran == all_cases
+    else:
+        assert ran == [case for case in all_cases if case in set(wanted)]
+
+
+# --- executed_cases ------------------------------------------------------------------------------------------------
+
+
+def test_executed_cases() -> None:
+    assert executed_cases(ALL, None) == ALL
+    assert executed_cases(ALL, "example") == of("example")
+    assert executed_cases(ALL, "example.example_skip_test,kunit_status") == [
+        ("kunit_status", "kunit_status_set_failure_test"),
+        ("kunit_status", "kunit_status_mark_skipped_test"),
+        ("example", "example_skip_test"),
+    ]
+    assert executed_cases(ALL, "kunit-*") == of("kunit-try-catch-test") + of("kunit-resource-test") + of(
+        "kunit-log-test"
+    )
+    assert executed_cases(ALL, "example.*skip*") == [
+        ("example", "example_skip_test"),
+        ("example", "example_mark_skipped_test"),
+    ]
+    assert executed_cases(ALL, "nothing") == []
+    assert executed_cases(ALL, "Example") == []
+
+
+# --- single_glob_filters -------------------------------------------------------------------------------------------
+
+
+def test_single_glob_filters() -> None:
+    assert single_glob_filters(ALL, [("example", "example_skip_test")]) == ["example.example_skip_test"]
+    # A one-case suite is named whole; several wanted cases of one suite boot the whole suite.
+    assert single_glob_filters(ALL, of("kunit-log-test")) == ["kunit-log-test"]
+    assert single_glob_filters(
+        ALL, [("example", "example_skip_test"), ("example", "example_simple_test"), *of("kunit_status")[:1]]
+    ) == ["example", "kunit_status.kunit_status_set_failure_test"]
+    assert single_glob_filters(ALL, []) == []
+    # Suites come in the order the wanted cases name them.
+    assert single_glob_filters(ALL, [("example", "example_simple_test"), ALL[0]]) == [
+        "example.example_simple_test",
+        "kunit_executor_test.parse_filter_test",
+    ]
+    for kernel_filter in single_glob_filters(ALL, ALL):
+        assert "," not in kernel_filter
+    assert single_glob_filters(ALL, ALL) == list(SUITE_SIZES)

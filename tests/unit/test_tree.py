@@ -1,0 +1,215 @@
+"""The kernel tree helpers that need no kernel: patch series order, applying patches, feature detection."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_kunit.errors import TreeError
+from pytest_kunit.tree import TreeFeatures, apply_patches, detect_features, patch_files
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+COVER_LETTER = """\
+From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: Someone <someone@example.org>
+Subject: [PATCH 0/2] kunit: a series
+
+This series does things.  It mentions diff --stat but holds no diff.
+
+ lib/kunit/executor.c | 2 +-
+"""
+
+
+def make_patch(old_path: str, body: str) -> str:
+    return f"""\
+From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001
+From: Someone <someone@example.org>
+Subject: [PATCH] change {old_path}
+
+---
+diff --git a/{old_path} b/{old_path}
+{body}"""
+
+
+GOOD = make_patch(
+    "lib/kunit/hello.c",
+    """\
+--- a/lib/kunit/hello.c
++++ b/lib/kunit/hello.c
+@@ -1,3 +1,3 @@
+ line one
+-line two
++line 2
+ line three
+""",
+)
+
+BAD = make_patch(
+    "lib/kunit/hello.c",
+    """\
+--- a/lib/kunit/hello.c
++++ b/lib/kunit/hello.c
+@@ -1,3 +1,3 @@
+ line one
+-this line is not in the file
++replacement
+ line three
+""",
+)
+
+NEW_FILE = """\
+diff --git a/lib/kunit/added.c b/lib/kunit/added.c
+new file mode 100644
+--- /dev/null
++++ b/lib/kunit/added.c
+@@ -0,0 +1 @@
++// new
+"""
+
+
+# --- patch_files ---------------------------------------------------------------------------------------------------
+
+
+def test_patch_files_order_and_cover_letters(tmp_path: Path) -> None:
+    first = tmp_path / "series-a"
+    second = tmp_path / "series-b"
+    first.mkdir()
+    second.mkdir()
+    (first / "0000-cover-letter.patch").write_text(COVER_LETTER)
+    (first / "0002-second.patch").write_text(GOOD)
+    (first / "0001-first.patch").write_text(GOOD)
+    (first / "0010-tenth.patch").write_text(GOOD)
+    (first / "README").write_text("diff --git but not a patch file")
+    (first / "0003-notes.diff").write_text(GOOD)
+    (second / "0001-other-first.patch").write_text(GOOD)
+    (second / "0000-cover-letter.patch").write_text(COVER_LETTER)
+
+    assert patch_files((first, second)) == [
+        first / "0001-first.patch",
+        first / "0002-second.patch",
+        first / "0010-tenth.patch",
+        second / "0001-other-first.patch",
+    ]
+    # Directories are taken in the order given, not merged and re-sorted.
+    assert patch_files((second, first)) == [
+        second / "0001-other-first.patch",
+        first / "0001-first.patch",
+        first / "0002-second.patch",
+        first / "0010-tenth.patch",
+    ]
+    assert patch_files(()) == []
+
+
+def test_patch_files_of_an_empty_directory(tmp_path: Path) -> None:
+    assert patch_files((tmp_path,)) == []
+
+
+# --- apply_patches -------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "linux"
+    (root / "lib" / "kunit").mkdir(parents=True)
+    (root / "lib" / "kunit" / "hello.c").write_text("line one\nline two\nline three\n")
+    return root
+
+
+@needs_git
+def test_a_good_patch_applies(tree: Path, tmp_path: Path) -> None:
+    good = tmp_path / "0001-good.patch"
+    good.write_text(GOOD)
+    added = tmp_path / "0002-add.patch"
+    added.write_text(NEW_FILE)
+    apply_patches(tree, [good, added])
+    assert (tree / "lib" / "kunit" / "hello.c").read_text() == "line one\nline 2\nline three\n"
+    assert (tree / "lib" / "kunit" / "added.c").read_text() == "// new\n"
+    apply_patches(tree, [])
+
+
+@needs_git
+def test_a_bad_patch_raises_naming_the_patch_and_the_file(tree: Path, tmp_path: Path) -> None:
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    bad = patches / "0007-bad.patch"
+    bad.write_text(BAD)
+    with pytest.raises(TreeError) as raised:
+        apply_patches(tree, [bad])
+    error = raised.value
+    assert error.what == f"Patch 0007-bad.patch (from {patches}) does not apply to the kernel tree."
+    assert "lib/kunit/hello.c" in error.detail
+    assert "--kunit-patches" in error.remedy
+    rendered = error.render()
+    assert "0007-bad.patch" in rendered
+    assert "lib/kunit/hello.c" in rendered
+    # git apply is all or nothing: the tree is untouched.
+    assert (tree / "lib" / "kunit" / "hello.c").read_text() == "line one\nline two\nline three\n"
+
+
+@needs_git
+def test_the_first_failing_patch_of_a_series_is_named(tree: Path, tmp_path: Path) -> None:
+    good = tmp_path / "0001-good.patch"
+    good.write_text(GOOD)
+    again = tmp_path / "0002-good-again.patch"
+    again.write_text(GOOD)  # applies once only: the context changed
+    with pytest.raises(TreeError) as raised:
+        apply_patches(tree, [good, again])
+    assert raised.value.what.startswith("Patch 0002-good-again.patch ")
+    assert (tree / "lib" / "kunit" / "hello.c").read_text() == "line one\nline 2\nline three\n"
+
+
+@needs_git
+def test_patch_for_a_missing_file_names_the_file(tree: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "0001-missing.patch"
+    missing.write_text(GOOD.replace("lib/kunit/hello.c", "lib/kunit/absent.c"))
+    with pytest.raises(TreeError) as raised:
+        apply_patches(tree, [missing])
+    assert "0001-missing.patch" in raised.value.what
+    assert "lib/kunit/absent.c" in raised.value.detail
+
+
+# --- detect_features -----------------------------------------------------------------------------------------------
+
+
+def test_detect_features(tmp_path: Path) -> None:
+    assert detect_features(tmp_path) == TreeFeatures(filter_list=False, case_timeout=False)
+    kunit = tmp_path / "lib" / "kunit"
+    kunit.mkdir(parents=True)
+    (kunit / "executor.c").write_text("MODULE_PARM_DESC(filter_glob, \"Filter which KUnit test suites run\");\n")
+    (kunit / "try-catch.c").write_text("static unsigned long timeout = 300;\n")
+    assert detect_features(tmp_path) == TreeFeatures(filter_list=False, case_timeout=False)
+    (kunit / "executor.c").write_text(
+        'MODULE_PARM_DESC(filter_glob, "Filter which KUnit test suites/tests run: a comma-separated list");\n'
+    )
+    assert detect_features(tmp_path) == TreeFeatures(filter_list=True, case_timeout=False)
+    # What our series' 0003 patch adds to try-catch.c.
+    (kunit / "try-catch.c").write_text(
+        "module_param_named(timeout, kunit_timeout_seconds, ulong, 0644);\n"
+        'MODULE_PARM_DESC(timeout, "Seconds a test case may run");\n'
+    )
+    assert detect_features(tmp_path) == TreeFeatures(filter_list=True, case_timeout=True)
+    (kunit / "executor.c").unlink()
+    assert detect_features(tmp_path) == TreeFeatures(filter_list=False, case_timeout=True)
+
+
+def test_detect_features_recognises_our_kernel_series(tmp_path: Path) -> None:
+    """The markers detect_features looks for are what kernel-patches/ really adds (added lines only)."""
+    series = Path(__file__).resolve().parents[2] / "kernel-patches"
+    if not any(series.glob("*.patch")):
+        pytest.skip("no kernel-patches/ series in this checkout")
+    added: dict[str, list[str]] = {}
+    current = ""
+    for patch in patch_files((series,)):
+        for line in patch.read_text(errors="replace").splitlines():
+            if line.startswith("+++ b/"):
+                current = line.removeprefix("+++ b/")
+            elif line.startswith("+") and not line.startswith("+++"):
+                added.setdefault(current, []).append(line[1:])
+    for relative in ("lib/kunit/executor.c", "lib/kunit/try-catch.c"):
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(added.get(relative, [])))
+    assert detect_features(tmp_path) == TreeFeatures(filter_list=True, case_timeout=True)
