@@ -121,12 +121,14 @@ def check_fragment(fragment: Fragment, dotconfig_text: str, tree: Path) -> None:
 
 
 _KCONFIG_START = re.compile(r"^\s*(?:menu)?config\s+(\S+)\s*$")
-_KCONFIG_BLOCK_END = re.compile(r"^\s*(?:config|menuconfig|choice|endchoice|menu|endmenu|if|endif|source|comment)\b")
+_KCONFIG_BLOCK_END = re.compile(
+    r"^\s*(?:config|menuconfig|choice|endchoice|menu|endmenu|if|endif|source|comment|help|---help---)\b"
+)
 _KCONFIG_NEEDS = re.compile(r"^\s*(depends on|select|imply)\b\s*(.*)$")
 
 
 def _kconfig_files(tree: Path) -> Iterable[Path]:
-    for path in tree.rglob("Kconfig*"):
+    for path in sorted(tree.rglob("Kconfig*")):
         if path.is_file() and ".git" not in path.parts:
             yield path
 

@@ -117,6 +117,8 @@ class _Group:
     indent_known: bool
     pending: list[str] = field(default_factory=list)
     params: list[ParamResult] = field(default_factory=list)
+    planned: int | None = None
+    results: int = 0
 
 
 def _status(ok: bool, directive: str | None, diagnostics: Iterable[str]) -> Status:
@@ -166,13 +168,19 @@ class KtapParser:
             if not self._stack:
                 self._stack.append(_Group("", 0, indent_known=False))
             parent = self._stack[-1]
+            if parent.name == subtest["name"] and parent.indent == indent and not (parent.results or parent.pending):
+                return events  # the same header echoed twice
+
             group = _Group(subtest["name"], indent, indent_known=indent > parent.indent)
             self._stack.append(group)
             if len(self._stack) == 2:
                 events.append(SuiteStarted(group.name))
             return events
 
-        if _PLAN.match(content):
+        plan = _PLAN.match(content)
+        if plan:
+            if self._stack and self._stack[-1].planned is None and not self._stack[-1].results:
+                self._stack[-1].planned = int(plan.group(1))
             return events
 
         result = _RESULT.match(content)
@@ -181,8 +189,9 @@ class KtapParser:
             return events
 
         if self._stack:
-            top = self._stack[-1]
-            top.pending.append(line[min(indent, top.indent) :])
+            # Dedent by the suite's indentation, so nested lines keep their own steps.
+            base = self._stack[1].indent if len(self._stack) > 1 else self._stack[-1].indent
+            self._stack[-1].pending.append(line[min(indent, base) :])
         return events
 
     def finish(self) -> list[Event]:
@@ -199,8 +208,11 @@ class KtapParser:
         """Index in the stack of the open group this result line closes, if it closes one."""
         for depth in range(len(self._stack) - 1, 0, -1):
             group = self._stack[depth]
-            if group.name == name and not (group.indent_known and indent >= group.indent):
-                return depth
+            if group.name != name or (group.indent_known and indent >= group.indent):
+                continue
+            if not group.indent_known and group.planned is not None and group.results < group.planned:
+                continue  # without indentation, a same-named leaf is told apart by the unmet plan
+            return depth
         return None
 
     def _result(self, match: re.Match[str], indent: int) -> list[Event]:
@@ -212,6 +224,7 @@ class KtapParser:
 
         if depth is None:
             top = self._stack[-1]
+            top.results += 1
             diagnostics = tuple(top.pending)
             top.pending.clear()
             status = _status(ok, directive, diagnostics)
@@ -232,6 +245,7 @@ class KtapParser:
             # A parameterised case fails if any parameter failed, whatever its own line says.
             status = _worst(param.status for param in closed.params) or status
         self._stack[-1].pending.clear()
+        self._stack[-1].results += 1
         return [CaseResult(suite, closed.name, status, reason, diagnostics, tuple(closed.params))]
 
 
@@ -265,6 +279,14 @@ def fault_lines(lines: Iterable[str]) -> list[str]:
         if _FAULT.search(line):
             return collected[index:]
     return []
+
+
+def since_last_result(lines: list[str]) -> list[str]:
+    """The lines after the last `ok`/`not ok` line (all of them if there is none)."""
+    for index in range(len(lines) - 1, -1, -1):
+        if _RESULT.match(_TIMESTAMP.sub("", lines[index]).strip()):
+            return lines[index + 1 :]
+    return list(lines)
 
 
 def is_panic(line: str) -> bool:

@@ -7,6 +7,7 @@ Precedence: a command-line option beats its ini key, which beats the built-in de
 from __future__ import annotations
 
 import enum
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -109,7 +110,10 @@ def _raw(config: pytest.Config, name: str) -> tuple[Any, str]:
     value = config.getoption(name)
     if value is not None:
         return value, "--" + name.replace("_", "-")
-    ini = config.getini(name)
+    try:
+        ini = config.getini(name)
+    except ValueError as error:
+        raise pytest.UsageError(f"ini key {name!r} in {config.inipath or 'the ini file'}: {error}") from None
     if ini not in (None, "", []):
         return ini, f"ini key {name!r} in {config.inipath or 'the ini file'}"
     return None, "default"
@@ -119,9 +123,14 @@ def _convert(config: pytest.Config, name: str, default: Any, convert: Callable[[
     value, source = _raw(config, name)
     if value is None:
         return default
+    written = value
+    if source.startswith("ini") and convert in (_existing_path, _path):
+        # Paths in an ini file are relative to the rootdir, wherever pytest was started.
+        value = str(config.rootpath / str(value))
     try:
         return convert(value)
     except (ValueError, TypeError):
+        value = written
         raise pytest.UsageError(f"{source}: {value!r} is not {expected}") from None
 
 
@@ -134,9 +143,13 @@ def _positive_int(value: Any) -> int:
 
 def _positive_float(value: Any) -> float:
     number = float(value)
-    if number <= 0:
+    if not math.isfinite(number) or number <= 0:
         raise ValueError
     return number
+
+
+def _path(value: Any) -> Path:
+    return Path(str(value)).expanduser()
 
 
 def _existing_path(value: Any) -> Path:
@@ -185,7 +198,7 @@ def resolve(config: pytest.Config) -> Settings:
             config, "kunit_kernel_src", DEFAULT_TARBALL, _existing_path, "an existing kernel tarball or directory"
         ),
         patch_dirs=_patch_dirs(config),
-        cache_dir=_convert(config, "kunit_cache_dir", _cache_default(), lambda v: Path(v).expanduser(), "a path"),
+        cache_dir=_convert(config, "kunit_cache_dir", _cache_default(), _path, "a path"),
         jobs=_convert(config, "kunit_jobs", os.cpu_count() or 1, _positive_int, "a positive whole number"),
         timeout=_convert(config, "kunit_timeout", 120.0, _positive_float, "a positive number of seconds"),
         accel=_convert(config, "kunit_accel", Accel.TCG, Accel, "one of auto, tcg, kvm"),

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from . import ktap
 from .build import BuildResult
+from .decode import decode_stacktrace
 from .errors import BootError
 from .options import Accel, Isolate, Settings
 from .qemu import KVM_FIRST_OUTPUT, BootRecord, BootRequest, Guest, QemuArch, kvm_usable, watchdog_seconds
@@ -270,7 +271,7 @@ class Runner:
 
         for event in events:
             if isinstance(event, ktap.CaseResult) and (event.suite, event.case) in wanted:
-                crash_report = tuple(ktap.fault_lines(event.diagnostics))
+                crash_report = self._crash_report(kernel, ktap.fault_lines(event.diagnostics))
                 known[(event.suite, event.case)] = Outcome(event, console, crash_report)
 
         unfinished = [event for event in events if isinstance(event, ktap.Unfinished)]
@@ -286,15 +287,19 @@ class Runner:
                     )
             return False
 
-        log = list(unfinished[0].log) if unfinished else []
-        evidence = ktap.fault_lines(log) or ktap.fault_lines(record.console)
+        # Evidence for the case that was running: only what the console said after the last result line.
+        log = list(unfinished[0].log) if unfinished else ktap.since_last_result(record.console)
+        evidence = ktap.fault_lines(log)
         # Killed by the watchdog with no crash report: a hang. Anything else that ended mid-suite crashed.
         status = ktap.Status.TIMED_OUT if record.timed_out and not evidence else ktap.Status.CRASHED
         if in_flight in wanted:
             diagnostics = tuple(log) or tuple(record.console[-25:])
             result = ktap.CaseResult(in_flight[0], in_flight[1], status, "", diagnostics)
-            known[in_flight] = Outcome(result, console, tuple(evidence))
+            known[in_flight] = Outcome(result, console, self._crash_report(kernel, evidence))
         return True
+
+    def _crash_report(self, kernel: Kernel, lines: list[str]) -> tuple[str, ...]:
+        return decode_stacktrace(tuple(lines), kernel.build.build_dir, kernel.tree)
 
     def _save_console(self, kernel: Kernel, record: BootRecord) -> Path:
         self._boot_number += 1

@@ -37,7 +37,7 @@ def patch_files(patch_dirs: tuple[Path, ...]) -> list[Path]:
     files: list[Path] = []
     for directory in patch_dirs:
         for path in sorted(directory.glob("*.patch")):
-            if "diff --git" in path.read_text(errors="replace"):
+            if path.is_file() and "diff --git" in path.read_text(errors="replace"):
                 files.append(path)
     return files
 

@@ -237,3 +237,11 @@ def test_out_of_tree_suite_changes_rebuild_and_nothing_else_does(
     result = pytester.runpytest(*options)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*kernel builds: 1 *"])
+
+
+def test_hang_after_an_earlier_crash_is_a_timeout(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    fake_kernel.set_case("other", "first", outcome="crash")
+    fake_kernel.set_case("other", "second", outcome="hang")
+    result = project.runpytest(*fake_kernel.options("-k", "other", "--kunit-timeout=1"))
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*other.first CRASHED*", "*other.second TIMED OUT*"])

@@ -6,6 +6,7 @@ is built once for the whole tier.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -122,3 +123,63 @@ def test_two_xdist_workers(tmp_path: Path) -> None:
     assert {name for name, outcome in outcomes.items() if outcome == "skipped"} == FRAMEWORK_SKIPS
     # Each worker boots its own guest once for its batch of suites.
     assert "guest boots: 2 " in process.stdout, report(process)
+
+
+FAULTS = "testsuites/faults/faults.kunitconfig"
+FAULT_OUTCOMES = {
+    "faults.faults_pass_first": "passed",
+    "faults.faults_fail": "failure",
+    "faults.faults_pass_after_fail": "passed",
+    "faults.faults_null_dereference": "failure",
+    "faults.faults_pass_after_null_dereference": "passed",
+    "faults.faults_bug": "failure",
+    "faults.faults_pass_after_bug": "passed",
+    "faults.faults_hang_forever": "failure",
+    "faults.faults_pass_after_hang": "passed",
+    "faults.faults_panic": "failure",
+    "faults.faults_pass_last": "passed",
+}
+
+
+def test_fault_suite_loses_nothing(tmp_path: Path) -> None:
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--kunit", "--collect-only", "-q", FAULTS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    assert listed.returncode == 0, report(listed)
+    process, outcomes = run(tmp_path, FAULTS, "--kunit-timeout=10")
+    assert outcomes == FAULT_OUTCOMES, report(process)
+    text = process.stdout
+    for expected in (
+        "faults.faults_fail FAILED at pytest-kunit/faults/faults-test.c:",
+        "faults.faults_null_dereference CRASHED",
+        "BUG: kernel NULL pointer dereference",
+        "faults.faults_bug CRASHED",
+        "kernel BUG at pytest-kunit/faults/faults-test.c:",
+        "faults.faults_hang_forever TIMED OUT",
+        "faults.faults_panic CRASHED",
+        "Kernel panic - not syncing: pytest-kunit fault suite: deliberate panic",
+    ):
+        assert expected in text, report(process)
+    # The crash report's frames are decoded to file:line from the build's vmlinux.
+    assert re.search(r"faults_null_dereference\+0x\w+/0x\w+ .*faults-test\.c:\d+", text), report(process)
+    # One boot for the suite, one after the hang, one after the panic: two extra boots at most.
+    assert "guest boots: 3 " in text, report(process)
+
+
+MISC = "testsuites/misc-example/misc-example.kunitconfig"
+
+
+def test_out_of_tree_misc_example(tmp_path: Path) -> None:
+    process, outcomes = run(tmp_path, MISC)
+    assert outcomes == {
+        "misc-example.misc_example_add_test_basic": "passed",
+        "misc-example.misc_example_test_failure": "failure",
+    }, report(process)
+    assert "misc-example.misc_example_test_failure FAILED at pytest-kunit/misc-example/example-test.c:" in (
+        process.stdout
+    )
+    assert "This test never passes." in process.stdout

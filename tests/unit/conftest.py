@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
+from hypothesis import configuration
+
+# Hypothesis keeps caches (unicode tables, constants) even with no example database: keep them out of the checkout.
+configuration.set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "pytest-kunit-hypothesis")
 
 
 def pytest_configure(config: pytest.Config) -> None:

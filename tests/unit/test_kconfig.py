@@ -157,40 +157,40 @@ KCONFIG = """\
 menu "Fake test options"
 
 config KUNIT
-	tristate "KUnit"
-	help
-	  The test framework.
+    tristate "KUnit"
+    help
+      The test framework.
 
 config KUNIT_TEST
-	tristate "KUnit tests"
-	depends on KUNIT
-	select STACKTRACE
+    tristate "KUnit tests"
+    depends on KUNIT
+    select STACKTRACE
 
 config NEEDS_PCI
-	bool "Needs PCI"
-	depends on PCI && !UML
-	depends on KUNIT=y
-	default y
+    bool "Needs PCI"
+    depends on PCI && !UML
+    depends on KUNIT=y
+    default y
 
 menuconfig NET_TESTS
-	bool "network tests"
-	depends on NET
+    bool "network tests"
+    depends on NET
 
 if NET_TESTS
 config NET_INNER
-	bool "inner"
-	imply KUNIT
+    bool "inner"
+    imply KUNIT
 endif
 
 config STRINGY
-	string "a string"
-	default "abc"
+    string "a string"
+    default "abc"
 
 config PCI
-	bool
+    bool
 
 endmenu
-"""
+""".replace("    ", "\t")  # Kconfig files indent with tabs
 
 
 @pytest.fixture
@@ -296,14 +296,9 @@ def test_symbol_defined_in_several_files_collects_every_dependency(tree: Path) -
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: help text is not a block end, so a help line starting with 'depends on' is reported as a "
-    "Kconfig dependency of the symbol",
-)
 def test_help_text_is_not_a_dependency(tmp_path: Path) -> None:
     (tmp_path / "Kconfig").write_text(
-        "config CHATTY\n\tbool \"chatty\"\n\tdepends on REAL\n\thelp\n\t  Whether this works\n"
+        'config CHATTY\n\tbool "chatty"\n\tdepends on REAL\n\thelp\n\t  Whether this works\n'
         "\t  depends on your hardware.\n"
     )
     assert kconfig_definition(tmp_path, "CHATTY") == ("depends on REAL",)

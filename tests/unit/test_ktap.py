@@ -218,11 +218,6 @@ def test_failing_example_console() -> None:
     assert case(events, "example", "example_simple_test").location is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: diagnostics inside a parameterised case are dedented by the param block's 8 spaces, so the "
-    "expression detail line loses the indentation a plain case keeps",
-)
 def test_param_diagnostics_keep_relative_indentation_like_plain_cases() -> None:
     failing_params = case(events_of("example-failing-6.1.192.log"), "example", "example_params_failing_test")
     # The console holds "    Expected *value != 2, but" then "        *value == 2": a plain case keeps the 4-space step
@@ -495,11 +490,6 @@ def test_leaf_case_named_like_its_suite_indented() -> None:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: without indentation a leaf `ok 1 NAME` in suite NAME is taken for the suite's own result line: "
-    "the suite closes early, the case and every later case of the suite are lost",
-)
 def test_leaf_case_named_like_its_suite_without_indentation() -> None:
     events = parse_text(
         "KTAP version 1\n1..1\nKTAP version 1\n# Subtest: same\n1..2\nok 1 same\nnot ok 2 other\nnot ok 1 same\n"
@@ -536,11 +526,6 @@ def test_duplicated_result_lines_are_reported_in_order_and_do_not_derail_the_sui
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a duplicated `# Subtest: NAME` header (console echoed twice) opens a phantom parameterised case: "
-    "every case of the suite becomes one of its params and the suite is reported unfinished",
-)
 def test_duplicated_subtest_header_is_harmless() -> None:
     events = parse_text(
         "KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: s\n    # Subtest: s\n    1..2\n"

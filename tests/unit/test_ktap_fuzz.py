@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,33 +28,48 @@ KTAP_WORDS += ["example", "example_simple_test", "value 1", "    ", "\t", "[    
 # No example database: the run leaves nothing behind in the repository.
 FUZZ = settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
-_STAMP = re.compile(r"^\[\s*\d+\.\d+\]")
-_OK = re.compile(r"ok (\S+)(.*)", re.DOTALL)
+_STAMP = re.compile(r"^\[\s*\d+\.\d+\]\s?")
+_OK_NUMBER = re.compile(r"ok \d+", re.DOTALL)
+_DIRECTIVE = re.compile(r"#\s*(\w+)")
 
 
-def ok_names(line: str) -> set[str]:
-    """The case names an `ok` result line could name, decided independently of the parser (deliberately lenient:
-    it errs towards accepting, so a failure is a real pass reported without its `ok` line)."""
-    text = line.replace("\r", "").rstrip("\n")
-    stamp = _STAMP.match(text)
-    if stamp:
-        text = text[stamp.end() :]
-    text = text.lstrip()
-    match = _OK.fullmatch(text)
-    if not match:
-        return set()
-    rest = match[2].split("#", 1)[0].strip()
-    return {rest, rest.removeprefix("-").strip()}
+def passing_name(line: str) -> str | None:
+    """The name an `ok` line without a SKIP directive gives its test, or None if the line is no such line.
+
+    Written from the KTAP/TAP grammar (`ok N name`, `ok N - name`, `# DIRECTIVE reason`), independently of the
+    parser's regular expressions, after the same console clean-up the parser documents: carriage returns dropped,
+    one leading `[ seconds.fraction]` timestamp removed, leading spaces and tabs ignored.
+    """
+    text = line.rstrip("\r\n").replace("\r", "")
+    text = _STAMP.sub("", text, count=1).lstrip(" \t")
+    number = _OK_NUMBER.match(text)
+    if not number:
+        return None
+    rest = text[number.end() :]
+    body, hash_, tail = rest.partition("#")
+    if hash_:
+        directive = _DIRECTIVE.match(hash_ + tail)
+        if directive and directive[1].upper() == "SKIP":
+            return None
+    if body.strip() == "":
+        return ""
+    if body.startswith(" - ") or body.rstrip() == " -":
+        return body[3:].strip()
+    if body.startswith(" "):
+        return body[1:].strip()
+    return None  # "ok 1foo", "ok 1\tfoo": not a result line
 
 
-def passed_without_ok_line(lines: list[str]) -> list[ktap.CaseResult]:
+def passed_without_ok_line(lines: list[str]) -> list[ktap.CaseResult | ktap.ParamResult]:
+    """Every case or parameter reported PASSED although no line fed was a non-SKIP `ok` line with its exact name."""
+    named = {passing_name(line) for line in lines}
     events = list(ktap.parse(lines))
-    named = set().union(*(ok_names(line) for line in lines)) if lines else set()
-    return [
-        event
-        for event in events
-        if isinstance(event, ktap.CaseResult) and event.status is ktap.Status.PASSED and event.case not in named
-    ]
+    results = [event for event in events if isinstance(event, ktap.CaseResult)]
+    offenders: list[ktap.CaseResult | ktap.ParamResult] = []
+    offenders += [r for r in results if r.status is ktap.Status.PASSED and r.case not in named]
+    params = [param for result in results for param in result.params]
+    offenders += [p for p in params if p.status is ktap.Status.PASSED and p.name not in named]
+    return offenders
 
 
 def check(lines: list[str]) -> None:
@@ -74,21 +90,40 @@ def check(lines: list[str]) -> None:
 # --- the oracle itself must be able to say no --------------------------------------------------------------------
 
 
-def test_oracle_accepts_ok_lines_and_rejects_everything_else() -> None:
-    assert ok_names("    ok 3 example_simple_test") >= {"example_simple_test"}
-    assert ok_names("[    1.2] ok 1 - old_style # SKIP why") >= {"old_style"}
-    assert ok_names("    not ok 2 example_failing_test") == set()
-    assert ok_names("    # example: ok 1 - value 1") == set()
-    assert ok_names("okay 1 x") == set()
+@pytest.mark.parametrize(
+    ("line", "name"),
+    [
+        ("    ok 3 example_simple_test", "example_simple_test"),
+        ("ok 1 - old_style", "old_style"),
+        ("[    1.200000]     ok 2 - stamped # TODO later", "stamped"),
+        ("\tok 7 value 1\r", "value 1"),
+        ("ok 1", ""),
+        ("ok 1 -", ""),
+        ("ok 1 -foo", "-foo"),
+        ("    ok 1 foo # SKIP why", None),
+        ("    ok 1 foo #skip", None),
+        ("    not ok 2 example_failing_test", None),
+        ("    # example: ok 1 - value 1", None),
+        ("okay 1 x", None),
+        ("ok x name", None),
+        ("ok 1foo", None),
+    ],
+)
+def test_oracle_names(line: str, name: str | None) -> None:
+    assert passing_name(line) == name
 
 
-def test_oracle_catches_a_pass_with_no_ok_line() -> None:
-    # A `not ok` line only: nothing may pass.  Feed an `ok` line for a *different* case to be sure names are compared.
+def test_oracle_catches_a_pass_with_no_ok_line(monkeypatch: pytest.MonkeyPatch) -> None:
     lines = ["KTAP version 1", "    # Subtest: s", "    ok 1 other", "    not ok 2 target", "ok 1 s"]
     assert passed_without_ok_line(lines) == []
-    forged = [ktap.CaseResult("s", "target", ktap.Status.PASSED)]
-    named = set().union(*(ok_names(line) for line in lines))
-    assert [event for event in forged if event.case not in named] == forged
+    # A parser that turned every result into a pass must be caught, for cases and parameters alike.
+    real_status = ktap._status
+    monkeypatch.setattr(ktap, "_status", lambda ok, directive, diagnostics: real_status(True, None, ()))
+    assert [(r.suite, r.case) for r in passed_without_ok_line(lines) if isinstance(r, ktap.CaseResult)] == [
+        ("s", "target")
+    ]
+    params = ["KTAP version 1", "    # Subtest: s", "        # Subtest: pc", "        not ok 1 p", "    ok 1 pc"]
+    assert [r.name for r in passed_without_ok_line(params) if isinstance(r, ktap.ParamResult)] == ["p"]
 
 
 # --- strategies ----------------------------------------------------------------------------------------------------
@@ -105,7 +140,7 @@ def garbled(draw: st.DrawFn, line: str) -> str:
     for _ in range(draw(st.integers(0, 3))):
         position = draw(st.integers(0, len(chars)))
         action = draw(st.sampled_from(["insert", "delete", "replace"]))
-        char = draw(st.sampled_from(list(" #-.0123456789okntSKIP\t\r[]:") + ["\x00", "\u00e9"]))
+        char = draw(st.sampled_from([*" #-.0123456789okntSKIP\t\r[]:", "\x00", "\u00e9"]))
         if action == "insert" or not chars:
             chars.insert(position, char)
         elif position < len(chars):
@@ -183,6 +218,6 @@ def test_garbled_ktap_words(lines: list[str]) -> None:
 
 
 @FUZZ
-@given(st.permutations(next(lines for lines in KTAP_PARTS if any("example_params_failing_test" in l for l in lines))))
+@given(st.permutations(next(part for part in KTAP_PARTS if any("example_params_failing_test" in x for x in part))))
 def test_reordered_failing_console(lines: list[str]) -> None:
     check(list(lines))

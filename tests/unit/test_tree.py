@@ -178,7 +178,7 @@ def test_detect_features(tmp_path: Path) -> None:
     assert detect_features(tmp_path) == TreeFeatures(filter_list=False, case_timeout=False)
     kunit = tmp_path / "lib" / "kunit"
     kunit.mkdir(parents=True)
-    (kunit / "executor.c").write_text("MODULE_PARM_DESC(filter_glob, \"Filter which KUnit test suites run\");\n")
+    (kunit / "executor.c").write_text('MODULE_PARM_DESC(filter_glob, "Filter which KUnit test suites run");\n')
     (kunit / "try-catch.c").write_text("static unsigned long timeout = 300;\n")
     assert detect_features(tmp_path) == TreeFeatures(filter_list=False, case_timeout=False)
     (kunit / "executor.c").write_text(
