@@ -40,6 +40,7 @@ class BuildRequest:
     jobs: int
     cache_dir: Path
     extra_key: str = ""  # anything else that feeds the build (out-of-tree suite sources)
+    session: str = ""  # the pytest run: xdist workers of one run share it, so they build once between them
 
 
 @dataclass(frozen=True)
@@ -155,9 +156,10 @@ def build(request: BuildRequest, progress: Progress) -> BuildResult:
     with cache_lock(request.cache_dir, f"build-{build_key}"):
         build_dir.mkdir(parents=True, exist_ok=True)
         stamp_file = build_dir / STAMP
-        up_to_date = (
-            request.tree.fixed and image.exists() and stamp_file.exists() and (stamp_file.read_text().strip() == stamp)
-        )
+        recorded = stamp_file.read_text().split() if stamp_file.exists() else []
+        same_inputs = image.exists() and recorded[:1] == [stamp]
+        # A fixed tree cannot have changed; any other tree may have, unless this very run already built it.
+        up_to_date = same_inputs and (request.tree.fixed or recorded[1:] == [request.session])
         if not up_to_date:
             _check_tools()
             stamp_file.unlink(missing_ok=True)
@@ -167,5 +169,5 @@ def build(request: BuildRequest, progress: Progress) -> BuildResult:
             _run_make(request, build_dir, log, progress)
             if not image.exists():
                 raise BuildError(f"make succeeded but {image} is missing.", f"read the build log {log}.")
-            stamp_file.write_text(stamp + "\n")
+            stamp_file.write_text(f"{stamp}\n{request.session}\n")
         return BuildResult(image, _file_digest(image), build_dir, not up_to_date, time.monotonic() - started, log)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +60,8 @@ class SessionState:
     runner: Runner = field(init=False)
     locations: dict[str, dict[str, tuple[str, int]]] = field(default_factory=dict)
     _trees: dict[bool, PreparedTree] = field(default_factory=dict)
+    # xdist gives all workers of one run the same id; a plain run gets its own.
+    session: str = field(default_factory=lambda: os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex)
 
     def __post_init__(self) -> None:
         self.runner = Runner(self.settings, self.stats, self._raw_sink() if self.settings.raw else None)
@@ -92,7 +96,13 @@ class SessionState:
                 install(tree.path, suite)
         progress = Progress(self.config)
         request = BuildRequest(
-            tree, fragment, self.arch, self.settings.jobs, self.settings.cache_dir, suite.digest() if suite else ""
+            tree,
+            fragment,
+            self.arch,
+            self.settings.jobs,
+            self.settings.cache_dir,
+            extra_key=suite.digest() if suite else "",
+            session=self.session,
         )
         result = build(request, progress)
         if result.ran_make:

@@ -245,3 +245,21 @@ def test_hang_after_an_earlier_crash_is_a_timeout(project: pytest.Pytester, fake
     result = project.runpytest(*fake_kernel.options("-k", "other", "--kunit-timeout=1"))
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*other.first CRASHED*", "*other.second TIMED OUT*"])
+
+
+def test_xdist_workers_boot_their_own_batches(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    result = project.runpytest_subprocess(*fake_kernel.options("-n", "2", "-v"))
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    # Built once (the other worker waits on the lock and reuses it), listed once, then one boot per worker,
+    # each for whole suites only.
+    assert (fake_kernel.cache / "build").exists()
+    make_runs = sum(len(path.read_text().splitlines()) for path in fake_kernel.cache.glob("build/*/make-runs"))
+    assert make_runs == 1
+    assert sorted(f or "" for f in fake_kernel.filters()) == ["example", "other"]
+    result.stdout.fnmatch_lines(["*guest boots: 3 *"])  # the list boot, then one per worker
+
+
+def test_xdist_with_case_isolation(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    result = project.runpytest_subprocess(*fake_kernel.options("-n", "2", "--kunit-isolate=case"))
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    assert len(fake_kernel.test_boots()) == 6
