@@ -1,0 +1,149 @@
+"""Every bad input gets one clear paragraph saying what to do, no traceback; and no QEMU is ever left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_kunit import options
+
+from .conftest import FAKE, KUNITCONFIG, FakeKernel
+
+
+def no_traceback(result: pytest.RunResult) -> None:
+    text = result.stdout.str()
+    assert "Traceback" not in text and "INTERNALERROR" not in text, text
+
+
+def test_qemu_missing(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    result = project.runpytest(*fake_kernel.options("--kunit-qemu=qemu-system-nowhere"))
+    result.stdout.fnmatch_lines(
+        ["*QEMU is not installed: 'qemu-system-nowhere' is not on PATH.*", "*apt-get install qemu-system-x86*"]
+    )
+    no_traceback(result)
+
+
+def test_default_tarball_missing(
+    project: pytest.Pytester, fake_kernel: FakeKernel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(options, "DEFAULT_TARBALL", tmp_path / "linux-source-6.1.tar.xz")
+    arguments = [arg for arg in fake_kernel.options() if not arg.startswith("--kunit-kernel-src")]
+    result = project.runpytest(*arguments)
+    result.stdout.fnmatch_lines(["*linux-source-6.1.tar.xz does not exist.*", "*apt-get install linux-source-6.1*"])
+    no_traceback(result)
+
+
+def test_kernel_source_option_missing(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    result = project.runpytest(*fake_kernel.options("--kunit-kernel-src=/no/such/linux"))
+    result.stderr.fnmatch_lines(["*--kunit-kernel-src: '/no/such/linux' is not an existing kernel tarball*"])
+
+
+def test_patch_that_does_not_apply(project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path) -> None:
+    series = tmp_path / "series"
+    series.mkdir()
+    (series / "0001-bad.patch").write_text(
+        "From: x\nSubject: bad\n\ndiff --git a/Kconfig b/Kconfig\n--- a/Kconfig\n+++ b/Kconfig\n"
+        "@@ -1,2 +1,2 @@\n-config NOT_THERE\n+config STILL_NOT_THERE\n \tbool\n"
+    )
+    arguments = [arg for arg in fake_kernel.options() if arg != "--kunit-patches=none"]
+    result = project.runpytest(*arguments, f"--kunit-patches={series}")
+    result.stdout.fnmatch_lines(["*Patch 0001-bad.patch (from *series) does not apply*", "*Kconfig*"])
+    no_traceback(result)
+
+
+@pytest.mark.parametrize(
+    ("fragment", "expected"),
+    [
+        ("CONFIG_KUNIT=y\nCONFIG_FOO\n", ["*Malformed kunitconfig line(s):*", "*bad.kunitconfig:2: 'CONFIG_FOO'*"]),
+        ("CONFIG_KUNIT=y\nCONFIG_FOO=maybe\n", ["*bad.kunitconfig:2: 'CONFIG_FOO=maybe' is not*"]),
+        (
+            "CONFIG_KUNIT=y\nCONFIG_DOES_NOT_EXIST=y\n",
+            ["*CONFIG_DOES_NOT_EXIST=y (*bad.kunitconfig:2): no such symbol in this kernel tree*"],
+        ),
+        (
+            "CONFIG_KUNIT=y\nCONFIG_FAKE_NEEDS_NET=y\n",
+            [
+                "*CONFIG_FAKE_NEEDS_NET=y (*bad.kunitconfig:2): is not set after olddefconfig; "
+                "Kconfig: depends on NET && KUNIT*"
+            ],
+        ),
+    ],
+)
+def test_bad_kunitconfig(
+    pytester: pytest.Pytester, fake_kernel: FakeKernel, fragment: str, expected: list[str]
+) -> None:
+    pytester.makefile(".kunitconfig", bad=fragment)
+    result = pytester.runpytest(*fake_kernel.options())
+    result.stdout.fnmatch_lines([*expected, "*What to do:*"])
+    no_traceback(result)
+
+
+def test_build_failure_shows_the_compiler_errors(pytester: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    pytester.makefile(".kunitconfig", broken="CONFIG_KUNIT=y\nCONFIG_FAKE_BUILD_ERROR=y\n")
+    result = pytester.runpytest(*fake_kernel.options())
+    result.stdout.fnmatch_lines(
+        [
+            "*The kernel build failed (make exited 2).*",
+            "*the whole log is */build.log*",
+            "*lib/kunit/test.c:42:7: error: 'boom' undeclared*",
+        ]
+    )
+    no_traceback(result)
+
+
+def fake_qemus(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "fake/qemu" in command and marker in command:
+                found.append(int(entry.name))
+    return found
+
+
+def test_ctrl_c_leaves_no_qemu_behind(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    fake_kernel.set_case("other", "first", outcome="hang")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *fake_kernel.options("-k", "other")],
+        cwd=project.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=os.environ,
+    )
+    marker = str(fake_kernel.cache)
+    deadline = time.monotonic() + 30
+    while not [pid for pid in fake_qemus(marker) if pid] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)  # the hanging guest (not the list boot) is running now
+    assert fake_qemus(marker), "the guest never started"
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=30)
+    assert b"KeyboardInterrupt" in output
+    time.sleep(0.5)
+    assert fake_qemus(marker) == []
+
+
+def test_two_sessions_share_one_build(pytester: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    pytester.makefile(".kunitconfig", kunit=KUNITCONFIG)
+    tarball = pytester.path / "linux.tar.gz"
+    with tarfile.open(tarball, "w:gz") as archive:
+        archive.add(fake_kernel.tree, arcname="linux-fake")
+    command = [sys.executable, "-m", "pytest", *fake_kernel.options(f"--kunit-kernel-src={tarball}")]
+    sessions = [subprocess.Popen(command, cwd=pytester.path, stdout=subprocess.PIPE) for _ in range(2)]
+    for session in sessions:
+        output, _ = session.communicate(timeout=120)
+        assert b"2 failed, 3 passed, 1 skipped" in output, output.decode()
+    runs = [path.read_text() for path in fake_kernel.cache.glob("build/*/make-runs")]
+    assert len(runs) == 1 and len(runs[0].splitlines()) == 1
+    assert len(list(fake_kernel.cache.glob("src/*"))) == 1
+    assert FAKE.exists()
