@@ -38,10 +38,10 @@ class Progress:
         now = time.monotonic()
         if self.reporter.isatty():
             if now - self._last >= 0.1:
-                self.reporter.rewrite(f"kunit: {message}"[: self.reporter._tw.fullwidth - 1], erase=True)
+                self.reporter.rewrite(f"kunit: {message}"[: self.reporter._tw.fullwidth - 1], erase=True, flush=True)
                 self._last = now
         elif now - self._last >= 15:
-            self.reporter.write_line(f"kunit: {message}")
+            self.reporter.write_line(f"kunit: {message}", flush=True)
             self._last = now
 
     def done(self, message: str) -> None:
@@ -49,7 +49,7 @@ class Progress:
             return
         if self.reporter.isatty():
             self.reporter.rewrite("", erase=True)
-        self.reporter.write_line(f"kunit: {message}")
+        self.reporter.write_line(f"kunit: {message}", flush=True)
 
 
 @dataclass

@@ -183,3 +183,30 @@ def test_out_of_tree_misc_example(tmp_path: Path) -> None:
         process.stdout
     )
     assert "This test never passes." in process.stdout
+
+
+def test_series_suites_run_in_the_framework_fragment(tmp_path: Path) -> None:
+    process, outcomes = run(tmp_path, FRAMEWORK)
+    suites = {name.split(".")[0] for name in outcomes}
+    # The RFC API, written as the RFC wrote it, and class mocking with its EEPROM example.
+    assert {
+        "kunit-seed-module",
+        "kunit-seed-string-stream",
+        "kunit-seed-kunit-stream",
+        "kunit-seed-resource",
+        "My_fabulous_test_module",
+        "kunit_mock",
+        "eeprom_buffer_fake",
+        "eeprom_buffer_mock",
+    } <= suites, report(process)
+    assert process.returncode == 0, report(process)
+
+
+@pytest.mark.parametrize("fragment", ["testsuites/all-tests.kunitconfig", "testsuites/of.kunitconfig"])
+def test_default_fragments_pass(tmp_path: Path, fragment: str) -> None:
+    process, outcomes = run(tmp_path, fragment)
+    assert process.returncode == 0, report(process)
+    assert len(outcomes) >= 30, report(process)
+    assert set(outcomes.values()) <= {"passed", "skipped"}, report(process)
+    if fragment.endswith("of.kunitconfig"):
+        assert {name.split(".")[0] for name in outcomes} >= {"of_base", "of_overlay", "of_dynamic"}
