@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 _CASE = re.compile(r"KUNIT_CASE(?:_PARAM|_SLOW|_PARAM_ATTR|_ATTR)?\(\s*(\w+)")
-_DEFINITION = r"^(?:static\s+)?void\s+{name}\s*\(\s*struct\s+kunit\s*\*"
+# `static void __init name(struct kunit *test)`: storage class and section attributes may stand before the name.
+_DEFINITION = r"^(?:static\s+)?(?:inline\s+)?void\s+(?:__\w+\s+)*{name}\s*\(\s*struct\s+kunit\s*\*"
 
 
 def case_locations(tree: Path, build_dir: Path) -> dict[str, tuple[str, int]]:

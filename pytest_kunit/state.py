@@ -22,7 +22,7 @@ from .runner import Kernel, Runner, Stats, list_cases
 from .sources import case_locations
 from .tree import PreparedTree, prepare
 
-LIST_FORMAT = 1
+LIST_FORMAT = 2
 
 
 class Progress:
