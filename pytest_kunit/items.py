@@ -26,6 +26,20 @@ class KunitCaseError(Exception):
         self.outcome = outcome
 
 
+# A fragment whose lines include this is collected only when named on the command line (suites that fail on purpose).
+MANUAL = "# pytest-kunit: manual"
+
+
+def collects(config: pytest.Config, path: Path) -> bool:
+    """Whether `path` is a kunitconfig fragment this run collects."""
+    if path.suffix != ".kunitconfig":
+        return False
+    if MANUAL not in path.read_text(errors="replace").splitlines():
+        return True
+    base = config.invocation_params.dir
+    return any((base / arg.split("::")[0]).resolve() == path.resolve() for arg in config.args)
+
+
 def _state(node: pytest.Item | pytest.Collector) -> SessionState:
     from .state import STATE
 

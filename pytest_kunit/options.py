@@ -36,7 +36,6 @@ class Option:
     name: str  # the ini key; the command-line flag is --name with dashes
     help: str
     kind: str = "string"  # "bool", "string", "paths" (repeatable)
-    default: str | None = None
 
     @property
     def flag(self) -> str:

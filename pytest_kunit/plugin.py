@@ -10,12 +10,9 @@ from typing import Any
 import pytest
 
 from . import options
-from .items import KunitconfigFile
+from .items import KunitconfigFile, collects
 from .runner import plan_batches
 from .state import STATE, SessionState
-
-# A fragment whose lines include this is collected only when named on the command line (suites that fail on purpose).
-MANUAL = "# pytest-kunit: manual"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,17 +32,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if file_path.suffix != ".kunitconfig" or STATE not in parent.config.stash:
-        return None
-    if MANUAL in file_path.read_text(errors="replace").splitlines() and not _named(parent.config, file_path):
-        return None
-    return KunitconfigFile.from_parent(parent, path=file_path)
-
-
-def _named(config: pytest.Config, path: Path) -> bool:
-    """Whether the command line names this file itself (not just a directory above it)."""
-    base = config.invocation_params.dir
-    return any((base / arg.split("::")[0]).resolve() == path.resolve() for arg in config.args)
+    if STATE in parent.config.stash and collects(parent.config, file_path):
+        return KunitconfigFile.from_parent(parent, path=file_path)
+    return None
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
