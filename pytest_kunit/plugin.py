@@ -12,7 +12,7 @@ import pytest
 from . import options
 from .items import KunitconfigFile, collects
 from .runner import plan_batches
-from .state import STATE, SessionState
+from .state import STATE, SessionState, load_durations, save_durations
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,16 +42,23 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if state is None:
         return
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    state.runner.plan = plan_batches([item.nodeid for item in session.items], workers, state.settings.isolate)
+    durations = load_durations(state.settings.cache_dir, session.config.rootpath)
+    nodeids = [item.nodeid for item in session.items]
+    state.runner.plan = plan_batches(nodeids, workers, state.settings.isolate, durations)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     state = session.config.stash.get(STATE, None)
+    if state is None:
+        return
     workeroutput: dict[str, Any] | None = getattr(session.config, "workeroutput", None)
-    if state is not None and workeroutput is not None:
+    if workeroutput is not None:
         stats = asdict(state.stats)
         stats.pop("filters")
         workeroutput["kunit_stats"] = stats
+        workeroutput["kunit_suite_seconds"] = state.runner.suite_seconds
+    else:
+        save_durations(state.settings.cache_dir, session.config.rootpath, state.runner.suite_seconds)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -80,6 +80,7 @@ class BootRecord:
     timed_out: bool = False
     exit_status: int | None = None
     seconds: float = 0.0
+    suite_seconds: dict[str, float] = field(default_factory=dict)  # wall time from each suite's header to its result
 
 
 _LIVE: weakref.WeakSet[pexpect.spawn[str]] = weakref.WeakSet()

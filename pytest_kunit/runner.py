@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +18,8 @@ from .qemu import KVM_FIRST_OUTPUT, BootRecord, BootRequest, Guest, QemuArch, kv
 from .tree import TreeFeatures
 
 CaseId = tuple[str, str]  # (suite, case)
+# A suite never timed before is assumed to take this long per case (TCG runs a typical case in tens of ms).
+ESTIMATED_CASE_SECONDS = 0.05
 # x86 keeps 2048 bytes of command line; leave room for the arguments the runner always passes.
 MAX_FILTER_LENGTH = 1600
 
@@ -64,12 +66,15 @@ def split_nodeid(nodeid: str) -> tuple[str, str, str] | None:
     return None
 
 
-def plan_batches(nodeids: Iterable[str], workers: int, isolate: Isolate) -> dict[str, str]:
+def plan_batches(
+    nodeids: Iterable[str], workers: int, isolate: Isolate, durations: Mapping[str, Mapping[str, float]] | None = None
+) -> dict[str, str]:
     """Map each kernel case's node id to its batch: the cases one guest boots for.
 
-    A function of the node ids alone, so the xdist controller and every worker compute the same plan.  Suites are
+    A function of its arguments alone, so the xdist controller and every worker compute the same plan.  Suites are
     never split unless isolate=case; with isolate=none each kernel's suites are dealt into at most `workers`
-    batches of about equal size.
+    batches of about equal run time: a suite's measured seconds (`durations[kernel][suite]`, from earlier runs),
+    else an estimate from its number of cases.
     """
     by_kernel: dict[str, dict[str, list[str]]] = {}
     plan: dict[str, str] = {}
@@ -85,11 +90,13 @@ def plan_batches(nodeids: Iterable[str], workers: int, isolate: Isolate) -> dict
         else:
             by_kernel.setdefault(kernel, {}).setdefault(suite, []).append(nodeid)
     for kernel, suites in by_kernel.items():
+        measured = (durations or {}).get(kernel, {})
+        weights = {suite: measured.get(suite, len(cases) * ESTIMATED_CASE_SECONDS) for suite, cases in suites.items()}
         bins = max(1, min(workers, len(suites)))
-        loads = [0] * bins
-        for suite in sorted(suites, key=lambda name: -len(suites[name])):
+        loads = [0.0] * bins
+        for suite in sorted(suites, key=lambda name: -weights[name]):  # stable: ties keep collection order
             lightest = loads.index(min(loads))
-            loads[lightest] += len(suites[suite])
+            loads[lightest] += weights[suite]
             for nodeid in suites[suite]:
                 plan[nodeid] = f"{kernel}::batch{lightest}"
     return plan
@@ -168,6 +175,7 @@ class Runner:
         self.sink = sink
         self.plan: dict[str, str] = {}
         self.kernels: dict[str, Kernel] = {}
+        self.suite_seconds: dict[str, dict[str, float]] = {}
         self.outcomes: dict[str, dict[CaseId, Outcome]] = {}
         self.accel = self._initial_accel()
         self._boot_number = 0
@@ -258,6 +266,7 @@ class Runner:
         """Boot once; record outcomes for `wanted`; return whether the guest died part-way."""
         self.stats.filters.append(kernel_filter or "")
         record, events = self.guest(kernel.build.image, kernel.arch, self._kernel_args(kernel, kernel_filter))
+        self.suite_seconds.setdefault(kernel.key, {}).update(record.suite_seconds)
         started = any(isinstance(event, ktap.KtapStarted) for event in events)
         console = self._save_console(kernel, record)
         known = self.outcomes.setdefault(kernel.key, {})
@@ -318,9 +327,15 @@ def boot(
     """Boot one guest to the end, parsing its console as it streams."""
     parser = ktap.KtapParser()
     events: list[ktap.Event] = []
+    started: dict[str, float] = {}
     with Guest(request, sink) as guest:
         for line in guest.lines(first_output_timeout):
-            events.extend(parser.feed(line))
+            for event in parser.feed(line):
+                events.append(event)
+                if isinstance(event, ktap.SuiteStarted):
+                    started[event.suite] = time.monotonic()
+                elif isinstance(event, ktap.SuiteFinished) and event.suite in started:
+                    guest.record.suite_seconds[event.suite] = time.monotonic() - started[event.suite]
     events.extend(parser.finish())
     return guest.record, events
 

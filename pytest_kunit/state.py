@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -132,6 +133,36 @@ class SessionState:
             cache.parent.mkdir(parents=True, exist_ok=True)
             cache.write_text(json.dumps({"format": LIST_FORMAT, "cases": cases, "locations": locations}))
             return cases, locations
+
+
+Durations = dict[str, dict[str, float]]  # kunitconfig node id -> suite -> seconds
+
+
+def _durations_file(cache_dir: Path, rootpath: Path) -> Path:
+    key = hashlib.sha256(str(rootpath).encode()).hexdigest()[:16]
+    return cache_dir / "durations" / f"{key}.json"
+
+
+def load_durations(cache_dir: Path, rootpath: Path) -> Durations:
+    """Suite run times measured by earlier runs of this project: the weights batches are balanced by."""
+    try:
+        data = json.loads(_durations_file(cache_dir, rootpath).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def save_durations(cache_dir: Path, rootpath: Path, measured: Durations) -> None:
+    """Merge this run's suite times in; only the process that plans for everyone (never an xdist worker) writes."""
+    if not measured:
+        return
+    path = _durations_file(cache_dir, rootpath)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with cache_lock(cache_dir, f"durations-{path.stem}"):
+        merged = load_durations(cache_dir, rootpath)
+        for kernel, suites in measured.items():
+            merged.setdefault(kernel, {}).update(suites)
+        path.write_text(json.dumps(merged, indent=1, sort_keys=True))
 
 
 STATE = pytest.StashKey[SessionState]()

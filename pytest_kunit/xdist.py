@@ -8,7 +8,7 @@ import pytest
 from xdist.scheduler import LoadScopeScheduling
 
 from .runner import plan_batches
-from .state import STATE
+from .state import STATE, load_durations
 
 
 class KunitScheduling(LoadScopeScheduling):  # type: ignore[misc]
@@ -21,7 +21,9 @@ class KunitScheduling(LoadScopeScheduling):  # type: ignore[misc]
     def _split_scope(self, nodeid: str) -> str:
         if self._plan is None:
             collection = next(iter(self.registered_collections.values()))
-            self._plan = plan_batches(collection, len(self.nodes), self.config.stash[STATE].settings.isolate)
+            settings = self.config.stash[STATE].settings
+            durations = load_durations(settings.cache_dir, self.config.rootpath)
+            self._plan = plan_batches(collection, len(self.nodes), settings.isolate, durations)
         return self._plan.get(nodeid) or super()._split_scope(nodeid)
 
 
@@ -37,6 +39,9 @@ class KunitXdist:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        stats = getattr(node, "workeroutput", {}).get("kunit_stats")
-        if stats:
-            self.config.stash[STATE].stats.merge(stats)
+        output = getattr(node, "workeroutput", {})
+        state = self.config.stash[STATE]
+        if output.get("kunit_stats"):
+            state.stats.merge(output["kunit_stats"])
+        for kernel, suites in output.get("kunit_suite_seconds", {}).items():
+            state.runner.suite_seconds.setdefault(kernel, {}).update(suites)

@@ -13,9 +13,11 @@ if [ ! -d "$work/tree/.git" ]; then
     git -C "$work/tree" init -q -b base
     git -C "$work/tree" add -f -A >/dev/null
     git -C "$work/tree" -c user.name=check -c user.email=check@invalid commit -q -m pristine
+    git -C "$work/tree" tag pristine
 fi
 cd "$work/tree"
-git checkout -q -f base && git reset -q --hard && git clean -q -fdx
+git am --abort >/dev/null 2>&1 || true
+git checkout -q -f -B series pristine && git clean -q -fdx
 fragment="$work/fragment.config"
 cat "$repo"/testsuites/kunit.kunitconfig "$repo"/testsuites/of.kunitconfig > "$fragment"
 printf 'CONFIG_PRINTK=y\nCONFIG_TTY=y\nCONFIG_SERIAL_8250=y\nCONFIG_SERIAL_8250_CONSOLE=y\nCONFIG_KERNEL_GZIP=y\n' >> "$fragment"
@@ -26,7 +28,8 @@ for patch in "$repo"/kernel-patches/[0-9]*.patch; do
     name=$(basename "$patch")
     case "$name" in 0000-*) continue ;; esac
     git -c user.name=check -c user.email=check@invalid am -q "$patch" || { echo "FAIL apply $name"; exit 1; }
-    summary=$(perl scripts/checkpatch.pl --strict --terse "$patch" 2>&1 | tail -1)
+    # checkpatch exits non-zero on warnings; its summary line is what counts here.
+    summary=$(perl scripts/checkpatch.pl --strict --terse "$patch" 2>&1 | tail -1 || true)
     echo "checkpatch $name: $summary"
     make -s O="$build" ARCH=x86_64 tinyconfig >/dev/null
     cat "$fragment" >> "$build/.config"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import tarfile
 import xml.etree.ElementTree as ET
@@ -263,3 +264,12 @@ def test_xdist_with_case_isolation(project: pytest.Pytester, fake_kernel: FakeKe
     result = project.runpytest_subprocess(*fake_kernel.options("-n", "2", "--kunit-isolate=case"))
     result.assert_outcomes(passed=3, failed=2, skipped=1)
     assert len(fake_kernel.test_boots()) == 6
+
+
+def test_suite_times_are_kept_for_the_next_plan(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    project.runpytest(*fake_kernel.options()).assert_outcomes(passed=3, failed=2, skipped=1)
+    files = list(fake_kernel.cache.glob("durations/*.json"))
+    assert len(files) == 1
+    measured = json.loads(files[0].read_text())
+    assert set(measured["kunit.kunitconfig"]) == {"example", "other"}
+    assert all(seconds >= 0 for seconds in measured["kunit.kunitconfig"].values())

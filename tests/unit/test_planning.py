@@ -306,3 +306,16 @@ def test_single_glob_filters() -> None:
     for kernel_filter in single_glob_filters(ALL, ALL):
         assert "," not in kernel_filter
     assert single_glob_filters(ALL, ALL) == list(SUITE_SIZES)
+
+
+def test_measured_durations_balance_batches_by_time_not_case_count() -> None:
+    nodeids = [f"k.kunitconfig::big::case{i}" for i in range(6)]
+    nodeids += ["k.kunitconfig::slow::only", "k.kunitconfig::small::a", "k.kunitconfig::small::b"]
+    by_count = plan_batches(nodeids, 2, Isolate.NONE)
+    # By case count the six-case suite stands alone.
+    assert by_count["k.kunitconfig::slow::only"] == by_count["k.kunitconfig::small::a"]
+    durations = {"k.kunitconfig": {"big": 0.5, "slow": 9.0, "small": 0.2}}
+    by_time = plan_batches(nodeids, 2, Isolate.NONE, durations)
+    # Measured, the one slow case is the heavy suite: it gets a guest to itself.
+    slow_batch = by_time["k.kunitconfig::slow::only"]
+    assert [nodeid for nodeid, batch in by_time.items() if batch == slow_batch] == ["k.kunitconfig::slow::only"]
