@@ -155,7 +155,7 @@ def test_kernel_reported_timeout(project: pytest.Pytester, fake_kernel: FakeKern
 
 def test_silent_guest_is_killed_and_the_case_timed_out(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
     fake_kernel.set_case("other", "first", outcome="hang")
-    result = project.runpytest(*fake_kernel.options("-k", "other", "--kunit-timeout=1"))
+    result = project.runpytest(*fake_kernel.options("-k", "other", "--kunit-timeout=2"))
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*other.first TIMED OUT*"])
     assert fake_kernel.filters() == ["other", "other.second"]
@@ -243,7 +243,7 @@ def test_out_of_tree_suite_changes_rebuild_and_nothing_else_does(
 def test_hang_after_an_earlier_crash_is_a_timeout(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
     fake_kernel.set_case("other", "first", outcome="crash")
     fake_kernel.set_case("other", "second", outcome="hang")
-    result = project.runpytest(*fake_kernel.options("-k", "other", "--kunit-timeout=1"))
+    result = project.runpytest(*fake_kernel.options("-k", "other", "--kunit-timeout=2"))
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*other.first CRASHED*", "*other.second TIMED OUT*"])
 
