@@ -14,7 +14,7 @@ def decode_stacktrace(lines: tuple[str, ...], build_dir: Path, tree: Path) -> tu
         return lines
     try:
         result = subprocess.run(
-            ["bash", str(script), str(vmlinux), f"{tree}/"],
+            ["bash", str(script), str(vmlinux), str(tree)],
             input="\n".join(lines) + "\n",
             capture_output=True,
             text=True,
