@@ -7,7 +7,8 @@ Scenarios (each repeated; medians printed with the ratio pytest-kunit / kunit.py
   one-case  warm, one selected case (pytest -k / kunit.py filter_glob)
   xdist     warm, `-n 2` against `-n 0` on the all-tests fragment (pytest-kunit only; kunit.py has no equivalent)
 
-kunit.py is the packaged tree's own tools/testing/kunit/kunit.py, run on a pristine extract of the same tarball.
+kunit.py is the packaged tree's own tools/testing/kunit/kunit.py, run on its own extract of the same tarball with the
+same kernel-patches/ applied, so both tools build the same sources from the same kunitconfig.
 Usage: bench/bench.py [--cold-runs N] [--warm-runs N] [--skip-cold] [--json OUT]
 """
 
@@ -70,12 +71,18 @@ def kunit_py(tree: Path, build_dir: Path, fragment: Path, *extra: str) -> list[s
     ]
 
 
-def pristine_tree(workdir: Path) -> Path:
+def patched_tree(workdir: Path) -> Path:
+    """The tree pytest-kunit builds by default (the tarball plus kernel-patches/), extracted afresh for kunit.py."""
     with tarfile.open(TARBALL) as archive:
         top = archive.next()
     assert top is not None
     subprocess.run(["tar", "-xf", str(TARBALL), "-C", str(workdir)], check=True)
-    return workdir / top.name.split("/")[0]
+    tree = workdir / top.name.split("/")[0]
+    for patch in sorted((ROOT / "kernel-patches").glob("[0-9]*.patch")):
+        if patch.name.startswith("0000-"):
+            continue
+        subprocess.run(["git", "apply", str(patch)], cwd=tree, check=True, env=dict(os.environ, GIT_DIR="/nonexistent"))
+    return tree
 
 
 def median(values: list[float]) -> float:
@@ -98,7 +105,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="kunit-bench-") as scratch:
         work = Path(scratch)
-        tree = pristine_tree(work)
+        tree = patched_tree(work)
         cache = work / "cache"
         build = work / "kunit-build"
 
