@@ -6,6 +6,7 @@ Scenarios (each repeated; medians printed with the ratio pytest-kunit / kunit.py
   warm      the same command again with nothing changed
   one-case  warm, one selected case (pytest -k / kunit.py filter_glob)
   xdist     warm, `-n 2` against `-n 0` on the all-tests fragment (pytest-kunit only; kunit.py has no equivalent)
+  xdist-boots  the same, boot-bound: all-tests with --kunit-isolate=suite (one boot per suite)
 
 kunit.py is the packaged tree's own tools/testing/kunit/kunit.py, run on its own extract of the same tarball with the
 same kernel-patches/ applied, so both tools build the same sources from the same kunitconfig.
@@ -32,9 +33,12 @@ FRAMEWORK = ROOT / "testsuites/kunit.kunitconfig"
 ALL_TESTS = ROOT / "testsuites/all-tests.kunitconfig"
 
 
-def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
+ONLY_OURS = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+
+
+def timed(command: list[str], cwd: Path) -> float:
     started = time.monotonic()
-    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    result = subprocess.run(command, cwd=cwd, env=ONLY_OURS, capture_output=True, text=True)
     elapsed = time.monotonic() - started
     # pytest exits 0 (all passed); kunit.py exits 0 too. Anything else invalidates the figure.
     if result.returncode != 0:
@@ -44,11 +48,17 @@ def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> f
 
 
 def pytest_kunit(cache: Path, fragment: Path, *extra: str) -> list[str]:
+    # Only pytest-kunit and its own dependency pytest-xdist are loaded (see ONLY_OURS): other plugins installed on
+    # the machine (hypothesis, pytest-benchmark) cost about a second of start-up that is not pytest-kunit's.
     return [
         sys.executable,
         "-m",
         "pytest",
         "-q",
+        "-p",
+        "pytest_kunit.plugin",
+        "-p",
+        "xdist.plugin",
         "-p",
         "no:cacheprovider",
         "--kunit",
@@ -131,6 +141,10 @@ def main() -> int:
         for _ in range(args.warm_runs):
             record("xdist", "-n 0", timed(pytest_kunit(cache, ALL_TESTS, "-n", "0"), ROOT))
             record("xdist", "-n 2", timed(pytest_kunit(cache, ALL_TESTS, "-n", "2"), ROOT))
+        for _ in range(args.warm_runs):
+            per_suite = ("--kunit-isolate=suite",)
+            record("xdist-boots", "-n 0", timed(pytest_kunit(cache, ALL_TESTS, *per_suite, "-n", "0"), ROOT))
+            record("xdist-boots", "-n 2", timed(pytest_kunit(cache, ALL_TESTS, *per_suite, "-n", "2"), ROOT))
 
     print("\nmedians (seconds) and ratios")
     summary: dict[str, dict[str, float]] = {}
@@ -141,9 +155,10 @@ def main() -> int:
         ratio = medians[names[0]] / medians[names[1]] if len(names) == 2 and medians[names[1]] else float("nan")
         cells = "  ".join(f"{tool} {value:.1f}" for tool, value in medians.items())
         print(f"{scenario:10} {cells}  ratio {names[0]}/{names[-1]} = {ratio:.2f}  (runs: {len(tools[names[0]])})")
-    if "xdist" in summary:
-        speedup = summary["xdist"]["-n 0"] / summary["xdist"]["-n 2"]
-        print(f"xdist speed-up (-n 0 / -n 2): {speedup:.2f}x")
+    for scenario in ("xdist", "xdist-boots"):
+        if scenario in summary:
+            speedup = summary[scenario]["-n 0"] / summary[scenario]["-n 2"]
+            print(f"{scenario} speed-up (-n 0 / -n 2): {speedup:.2f}x")
     if args.json:
         args.json.write_text(json.dumps({"figures": figures, "medians": summary}, indent=2))
     return 0

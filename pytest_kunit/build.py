@@ -18,9 +18,11 @@ from .locking import cache_lock
 from .qemu import QemuArch
 from .tree import PreparedTree
 
-# What every KUnit guest needs on top of tinyconfig, whatever the architecture.
+# What every KUnit guest needs on top of tinyconfig, whatever the architecture; and what it does not: the guest
+# talks over a serial console, so no virtual terminal and no input layer (tinyconfig's VT pulls them in).
 BASE_CONFIG = parse_fragment(
-    "CONFIG_PRINTK=y\nCONFIG_TTY=y\nCONFIG_KERNEL_GZIP=y\nCONFIG_KUNIT=y\n",
+    "CONFIG_PRINTK=y\nCONFIG_TTY=y\nCONFIG_KERNEL_GZIP=y\nCONFIG_KUNIT=y\n"
+    "# CONFIG_VT is not set\n# CONFIG_INPUT is not set\n",
     "pytest_kunit/build.py:BASE_CONFIG",
 )
 STAMP = ".pytest-kunit-stamp"

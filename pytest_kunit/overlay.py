@@ -8,11 +8,10 @@ always the runner's own copy in the cache: the source the user pointed at is nev
 from __future__ import annotations
 
 import hashlib
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import TreeError
+from .tree import mirror
 
 OVERLAY = "pytest-kunit"
 _KCONFIG_HOOK = f'source "{OVERLAY}/Kconfig"'
@@ -55,19 +54,7 @@ def _append_once(path: Path, line: str) -> None:
 def install(tree: Path, suite: SuiteDir) -> None:
     """Place the suite's folder into `tree` and make Kconfig and Kbuild include every placed suite."""
     overlay = tree / OVERLAY
-    destination = overlay / suite.name
-    destination.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run(
-        ["rsync", "-a", "--delete", "--exclude=*.kunitconfig", f"{suite.path}/", f"{destination}/"],
-        capture_output=True,
-        text=True,
-    )
-    if result.returncode != 0:
-        raise TreeError(
-            f"Could not copy the suite {suite.path} into the kernel tree.",
-            "check rsync is installed.",
-            detail=result.stderr.strip(),
-        )
+    mirror(suite.path, overlay / suite.name, "*.kunitconfig")
     placed = sorted(child.name for child in overlay.iterdir() if (child / "Kconfig").is_file())
     kconfig = "".join(f'source "{OVERLAY}/{name}/Kconfig"\n' for name in placed)
     _write_if_changed(overlay / "Kconfig", f'menu "pytest-kunit out-of-tree suites"\n{kconfig}endmenu\n')

@@ -40,7 +40,8 @@ ARCHES = {
         make_target="bzImage",
         image="arch/x86/boot/bzImage",
         kconfig=("CONFIG_64BIT=y", "CONFIG_SERIAL_8250=y", "CONFIG_SERIAL_8250_CONSOLE=y"),
-        # Probing the PS/2 controller's mouse port costs ~0.8 s of a ~1.4 s boot under TCG; no test needs it.
+        # Should a fragment enable the input layer: probing the PS/2 controller's mouse port costs ~0.8 s of a
+        # ~1.4 s boot under TCG, and no test needs it.
         kernel_args=("console=ttyS0", "i8042.noaux", "i8042.nokbd"),
         qemu_args=("-m", "512", "-serial", "stdio"),
     ),

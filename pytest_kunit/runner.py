@@ -201,33 +201,27 @@ class Runner:
         return known[(suite, case)]
 
     def run(self, kernel: Kernel, wanted: Sequence[CaseId]) -> None:
+        """Boot until every wanted case has an outcome: one boot, plus one more for each guest that dies."""
         order = {case: index for index, case in enumerate(kernel.cases)}
-        remaining = sorted(wanted, key=lambda case: order.get(case, len(order)))
-        if kernel.features.filter_list:
-            self._run_until_done(kernel, remaining, lambda cases: [list_filter(kernel.cases, cases)])
-        else:
-            self._run_until_done(kernel, remaining, lambda cases: list(single_glob_filters(kernel.cases, cases)))
-
-    def _run_until_done(
-        self, kernel: Kernel, wanted: list[CaseId], filters_for: Callable[[list[CaseId]], list[str | None]]
-    ) -> None:
         known = self.outcomes.setdefault(kernel.key, {})
         crashed_before = False
         for _ in range(len(wanted) + 1):
-            remaining = [case for case in wanted if case not in known]
+            remaining = sorted((case for case in wanted if case not in known), key=lambda case: order.get(case, 0))
             if not remaining:
                 return
-            # After a crash, trees with a single-glob filter can only skip the culprit by booting case by case.
-            filters = (
-                [f"{suite}.{case}" for suite, case in remaining]
-                if crashed_before and not kernel.features.filter_list
-                else filters_for(remaining)
-            )
-            crashed_before = self._boot(kernel, filters[0], set(remaining)) or crashed_before
-            for kernel_filter in filters[1:]:
+            for kernel_filter in self._filters(kernel, remaining, crashed_before):
                 crashed_before = self._boot(kernel, kernel_filter, set(remaining)) or crashed_before
         for case in wanted:
             known.setdefault(case, self._no_result(case, Path(os.devnull), "The runner gave up booting again."))
+
+    @staticmethod
+    def _filters(kernel: Kernel, remaining: list[CaseId], crashed_before: bool) -> list[str | None]:
+        if kernel.features.filter_list:
+            return [list_filter(kernel.cases, remaining)]
+        if crashed_before:
+            # A single glob can only leave out the case that crashed by naming the others one by one.
+            return [f"{suite}.{case}" for suite, case in remaining]
+        return list(single_glob_filters(kernel.cases, remaining))
 
     def _no_result(self, case: CaseId, console: Path, why: str) -> Outcome:
         return Outcome(ktap.CaseResult(case[0], case[1], ktap.Status.NO_RESULT), console, error=why)
@@ -280,7 +274,9 @@ class Runner:
 
         for event in events:
             if isinstance(event, ktap.CaseResult) and (event.suite, event.case) in wanted:
-                crash_report = self._crash_report(kernel, ktap.fault_lines(event.diagnostics))
+                # Only a case that did not pass needs its crash report decoded (some passing cases oops on purpose).
+                failed = event.status not in (ktap.Status.PASSED, ktap.Status.SKIPPED)
+                crash_report = self._crash_report(kernel, ktap.fault_lines(event.diagnostics)) if failed else ()
                 known[(event.suite, event.case)] = Outcome(event, console, crash_report)
 
         unfinished = [event for event in events if isinstance(event, ktap.Unfinished)]
