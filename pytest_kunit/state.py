@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import time
 import uuid
 from collections.abc import Callable
@@ -39,7 +40,8 @@ class Progress:
         now = time.monotonic()
         if self.reporter.isatty():
             if now - self._last >= 0.1:
-                self.reporter.rewrite(f"kunit: {message}"[: self.reporter._tw.fullwidth - 1], erase=True, flush=True)
+                width = shutil.get_terminal_size().columns
+                self.reporter.rewrite(f"kunit: {message}"[: width - 1], erase=True, flush=True)
                 self._last = now
         elif now - self._last >= 15:
             self.reporter.write_line(f"kunit: {message}", flush=True)

@@ -147,3 +147,27 @@ def test_two_sessions_share_one_build(pytester: pytest.Pytester, fake_kernel: Fa
     assert len(runs) == 1 and len(runs[0].splitlines()) == 1
     assert len(list(fake_kernel.cache.glob("src/*"))) == 1
     assert FAKE.exists()
+
+
+def test_killed_pytest_leaves_no_qemu_behind(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    """SIGKILL (as pytest-timeout's thread method ends a run) runs no cleanup: the guest must die on its own."""
+    fake_kernel.set_case("other", "first", outcome="hang")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *fake_kernel.options("-k", "other")],
+        cwd=project.path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    marker = str(fake_kernel.cache)
+    deadline = time.monotonic() + 30
+    while not fake_qemus(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    assert fake_qemus(marker), "the guest never started"
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)
+    # The guest leads its own session on the pty: closing the pty's master hangs it up.
+    deadline = time.monotonic() + 10
+    while fake_qemus(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert fake_qemus(marker) == []
