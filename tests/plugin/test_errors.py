@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -111,26 +110,38 @@ def fake_qemus(marker: str) -> list[int]:
     return found
 
 
-def test_ctrl_c_leaves_no_qemu_behind(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+def start_hanging_run(project: pytest.Pytester, fake_kernel: FakeKernel, output: int) -> subprocess.Popen[bytes]:
+    """A pytest run whose guest hangs; returns once that guest is running."""
     fake_kernel.set_case("other", "first", outcome="hang")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pytest", *fake_kernel.options("-k", "other")],
-        cwd=project.path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env=os.environ,
-    )
-    marker = str(fake_kernel.cache)
+    command = [sys.executable, "-m", "pytest", *fake_kernel.options("-k", "other")]
+    process = subprocess.Popen(command, cwd=project.path, stdout=output, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 30
-    while not [pid for pid in fake_qemus(marker) if pid] and time.monotonic() < deadline:
+    while not fake_qemus(str(fake_kernel.cache)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    time.sleep(0.5)  # the hanging guest (not the list boot) is running now
-    assert fake_qemus(marker), "the guest never started"
+    time.sleep(0.5)  # past the list boot: the hanging guest is the one running now
+    assert fake_qemus(str(fake_kernel.cache)), "the guest never started"
+    return process
+
+
+def test_ctrl_c_leaves_no_qemu_behind(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    process = start_hanging_run(project, fake_kernel, subprocess.PIPE)
     process.send_signal(signal.SIGINT)
     output, _ = process.communicate(timeout=30)
     assert b"KeyboardInterrupt" in output
     time.sleep(0.5)
-    assert fake_qemus(marker) == []
+    assert fake_qemus(str(fake_kernel.cache)) == []
+
+
+def test_killed_pytest_leaves_no_qemu_behind(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    """SIGKILL (as pytest-timeout's thread method ends a run) runs no cleanup: the guest must die on its own."""
+    process = start_hanging_run(project, fake_kernel, subprocess.DEVNULL)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)
+    # The guest leads its own session on the pty: closing the pty's master hangs it up.
+    deadline = time.monotonic() + 10
+    while fake_qemus(str(fake_kernel.cache)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert fake_qemus(str(fake_kernel.cache)) == []
 
 
 def test_two_sessions_share_one_build(pytester: pytest.Pytester, fake_kernel: FakeKernel) -> None:
@@ -147,27 +158,3 @@ def test_two_sessions_share_one_build(pytester: pytest.Pytester, fake_kernel: Fa
     assert len(runs) == 1 and len(runs[0].splitlines()) == 1
     assert len(list(fake_kernel.cache.glob("src/*"))) == 1
     assert FAKE.exists()
-
-
-def test_killed_pytest_leaves_no_qemu_behind(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
-    """SIGKILL (as pytest-timeout's thread method ends a run) runs no cleanup: the guest must die on its own."""
-    fake_kernel.set_case("other", "first", outcome="hang")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pytest", *fake_kernel.options("-k", "other")],
-        cwd=project.path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    marker = str(fake_kernel.cache)
-    deadline = time.monotonic() + 30
-    while not fake_qemus(marker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(0.5)
-    assert fake_qemus(marker), "the guest never started"
-    process.send_signal(signal.SIGKILL)
-    process.wait(timeout=10)
-    # The guest leads its own session on the pty: closing the pty's master hangs it up.
-    deadline = time.monotonic() + 10
-    while fake_qemus(marker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert fake_qemus(marker) == []
