@@ -38,7 +38,7 @@ def patch_files(patch_dirs: tuple[Path, ...]) -> list[Path]:
     for directory in patch_dirs:
         for path in sorted(directory.glob("*.patch")):
             if path.is_file() and "diff --git" in path.read_text(errors="replace"):
-                files.append(path)
+                files.append(path.resolve())  # `git apply` runs inside the tree
     return files
 
 
