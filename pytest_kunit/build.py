@@ -31,7 +31,7 @@ BUILD_TOOLS = ("make", "gcc", "flex", "bison", "bc")
 _STEP = re.compile(r"^\s+([A-Z][A-Z0-9_]*)\s+(\S+)")
 _ERROR = re.compile(r"(error:|Error \d|undefined reference|\*\*\*|fatal:)")
 
-Progress = Callable[[str], None]
+ProgressCallback = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def _configure(request: BuildRequest, build_dir: Path, fragment: Fragment, log: 
     check_fragment(fragment, current, request.tree.path)
 
 
-def _run_make(request: BuildRequest, build_dir: Path, log: Path, progress: Progress) -> None:
+def _run_make(request: BuildRequest, build_dir: Path, log: Path, progress: ProgressCallback) -> None:
     steps_file = build_dir / STEPS
     expected = int(steps_file.read_text()) if steps_file.exists() else 0
     command = _make(request, build_dir, f"-j{request.jobs}", request.arch.make_target)
@@ -146,7 +146,7 @@ def _run_make(request: BuildRequest, build_dir: Path, log: Path, progress: Progr
         steps_file.write_text(str(max(steps, expected)))
 
 
-def build(request: BuildRequest, progress: Progress) -> BuildResult:
+def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
     """Build once per (tree, config) however many processes ask; skip make entirely when a fixed tree is stamped."""
     fragment = full_fragment(request)
     build_key = _digest(request.tree.key, request.arch.name, fragment.text())

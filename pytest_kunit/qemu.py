@@ -82,6 +82,7 @@ class BootRecord:
     exit_status: int | None = None
     seconds: float = 0.0
     suite_seconds: dict[str, float] = field(default_factory=dict)  # wall time from each suite's header to its result
+    ktap_started: bool = False  # the console reached a KTAP/TAP version line: KUnit ran
 
 
 _LIVE: weakref.WeakSet[pexpect.spawn[str]] = weakref.WeakSet()

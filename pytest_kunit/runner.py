@@ -247,8 +247,7 @@ class Runner:
             )
             kvm = self.accel == "kvm"
             record, events = boot(request, self.sink, first_output_timeout=KVM_FIRST_OUTPUT if kvm else None)
-            started = any(isinstance(event, ktap.KtapStarted) for event in events)
-            if kvm and not started and (record.timed_out or record.exit_status not in (0, None)):
+            if kvm and not record.ktap_started and (record.timed_out or record.exit_status not in (0, None)):
                 # KVM is unusable here: everything from now on runs under TCG.
                 self.accel = "tcg"
                 continue
@@ -261,11 +260,10 @@ class Runner:
         self.stats.filters.append(kernel_filter or "")
         record, events = self.guest(kernel.build.image, kernel.arch, self._kernel_args(kernel, kernel_filter))
         self.suite_seconds.setdefault(kernel.key, {}).update(record.suite_seconds)
-        started = any(isinstance(event, ktap.KtapStarted) for event in events)
         console = self._save_console(kernel, record)
         known = self.outcomes.setdefault(kernel.key, {})
 
-        if not started:
+        if not record.ktap_started:
             # Nothing ran: every case of this boot carries the same explanation, and no further boot is tried.
             why = f"{_boot_failure(record)}\nWhole console: {console}"
             for case in wanted:
@@ -333,13 +331,14 @@ def boot(
                 elif isinstance(event, ktap.SuiteFinished) and event.suite in started:
                     guest.record.suite_seconds[event.suite] = time.monotonic() - started[event.suite]
     events.extend(parser.finish())
+    guest.record.ktap_started = parser.started
     return guest.record, events
 
 
 def list_cases(runner: Runner, image: Path, arch: QemuArch) -> tuple[CaseId, ...]:
     """Boot with kunit.action=list and read the cases the image holds, in the order the kernel runs them."""
-    record, events = runner.guest(image, arch, ("kunit.action=list",))
+    record, _ = runner.guest(image, arch, ("kunit.action=list",))
     cases = ktap.parse_list(record.console)
-    if not cases and not any(isinstance(event, ktap.KtapStarted) for event in events):
+    if not cases and not record.ktap_started:
         raise BootError(_boot_failure(record))
     return tuple(cases)

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_kunit import options
 
-from .conftest import FAKE, KUNITCONFIG, FakeKernel
+from .conftest import KUNITCONFIG, FakeKernel
 
 
 def no_traceback(result: pytest.RunResult) -> None:
@@ -157,4 +157,3 @@ def test_two_sessions_share_one_build(pytester: pytest.Pytester, fake_kernel: Fa
     runs = [path.read_text() for path in fake_kernel.cache.glob("build/*/make-runs")]
     assert len(runs) == 1 and len(runs[0].splitlines()) == 1
     assert len(list(fake_kernel.cache.glob("src/*"))) == 1
-    assert FAKE.exists()
