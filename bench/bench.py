@@ -3,6 +3,7 @@
 
 Scenarios (each repeated; medians printed with the ratio pytest-kunit / kunit.py):
   cold      empty build directory (pytest-kunit: empty cache; kunit.py: new --build_dir)
+  cold-all  the same with the all-tests fragment (only with --cold-all-tests-runs N)
   warm      the same command again with nothing changed
   one-case  warm, one selected case (pytest -k / kunit.py filter_glob)
   xdist     warm, `-n 2` against `-n 0` on the all-tests fragment (pytest-kunit only; kunit.py has no equivalent)
@@ -10,7 +11,7 @@ Scenarios (each repeated; medians printed with the ratio pytest-kunit / kunit.py
 
 kunit.py is the packaged tree's own tools/testing/kunit/kunit.py, run on its own extract of the same tarball with the
 same kernel-patches/ applied, so both tools build the same sources from the same kunitconfig.
-Usage: bench/bench.py [--cold-runs N] [--warm-runs N] [--skip-cold] [--json OUT]
+Usage: bench/bench.py [--cold-runs N] [--cold-all-tests-runs N] [--warm-runs N] [--skip-cold] [--cold-only] [--json OUT]
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -102,6 +102,7 @@ def median(values: list[float]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cold-runs", type=int, default=3)
+    parser.add_argument("--cold-all-tests-runs", type=int, default=0, help="cold runs of the all-tests fragment too")
     parser.add_argument("--warm-runs", type=int, default=5)
     parser.add_argument("--skip-cold", action="store_true", help="reuse warm builds only (no cold figures)")
     parser.add_argument("--cold-only", action="store_true", help="only the cold scenario")
@@ -117,16 +118,25 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kunit-bench-") as scratch:
         work = Path(scratch)
         tree = patched_tree(work)
-        cache = work / "cache"
-        build = work / "kunit-build"
+        # The warm scenarios run in the last cold run's directories (or build there first, with --skip-cold).
+        cache, build = work / "cache", work / "kunit-build"
 
-        for _ in range(0 if args.skip_cold else args.cold_runs):
-            shutil.rmtree(cache, ignore_errors=True)
-            shutil.rmtree(build, ignore_errors=True)
-            os.sync()  # so that writing back what was just deleted does not slow the next timed build down
+        for run in range(0 if args.skip_cold else args.cold_runs):
+            # Each cold run gets directories of its own, deleted only after the last one: deleting gigabytes just
+            # before a timed run slows its writes down (the disk is mounted with `discard`), and pytest-kunit, which
+            # also extracts the tarball, writes the most.
+            cache, build = work / f"cache-cold-{run}", work / f"kunit-build-cold-{run}"
+            os.sync()  # what the previous run wrote is on disk before the next one starts
             # Interleaved, so drift in the machine's load hits both tools alike.
             record("cold", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK), ROOT))
+            os.sync()
             record("cold", "kunit.py", timed(kunit_py(tree, build, FRAMEWORK), tree))
+        for run in range(0 if args.skip_cold else args.cold_all_tests_runs):
+            all_cache, all_build = work / f"cache-cold-all-{run}", work / f"kunit-build-cold-all-{run}"
+            os.sync()
+            record("cold-all", "pytest-kunit", timed(pytest_kunit(all_cache, ALL_TESTS), ROOT))
+            os.sync()
+            record("cold-all", "kunit.py", timed(kunit_py(tree, all_build, ALL_TESTS), tree))
 
         if args.cold_only:
             return report(figures, args.json)

@@ -35,7 +35,7 @@ class Isolate(enum.Enum):
 class Option:
     name: str  # the ini key; the command-line flag is --name with dashes
     help: str
-    kind: str = "string"  # "bool", "string", "paths" (repeatable)
+    kind: str = "string"  # "bool", "string", "path" (relative to the rootdir in an ini file), "paths" (repeatable)
 
     @property
     def flag(self) -> str:
@@ -48,6 +48,7 @@ OPTIONS = (
         "kunit_kernel_src",
         "kernel source: a tarball or a directory (built with O= into the cache, never modified); "
         f"default {DEFAULT_TARBALL}",
+        "path",
     ),
     Option(
         "kunit_patches",
@@ -55,7 +56,9 @@ OPTIONS = (
         "default: kernel-patches/ next to the rootdir",
         "paths",
     ),
-    Option("kunit_cache_dir", "where trees, builds and consoles are kept; default $XDG_CACHE_HOME/pytest-kunit"),
+    Option(
+        "kunit_cache_dir", "where trees, builds and consoles are kept; default $XDG_CACHE_HOME/pytest-kunit", "path"
+    ),
     Option("kunit_jobs", "parallel make jobs; default: the number of CPUs"),
     Option(
         "kunit_timeout",
@@ -73,6 +76,9 @@ OPTIONS = (
     Option("kunit_qemu", "the QEMU binary to run; default qemu-system-<arch> from PATH"),
     Option("kunit_arch", "guest architecture; default x86_64"),
 )
+
+
+_KINDS = {option.name: option.kind for option in OPTIONS}
 
 
 @dataclass(frozen=True)
@@ -123,7 +129,7 @@ def _convert(config: pytest.Config, name: str, default: Any, convert: Callable[[
     if value is None:
         return default
     written = value
-    if source.startswith("ini") and convert in (_existing_path, _path):
+    if source.startswith("ini") and _KINDS[name] == "path":
         # Paths in an ini file are relative to the rootdir, wherever pytest was started.
         value = str(config.rootpath / str(value))
     try:

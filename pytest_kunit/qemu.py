@@ -23,7 +23,8 @@ class QemuArch:
     """How to configure, build and boot a KUnit guest on one architecture."""
 
     name: str
-    linux_arch: str
+    linux_arch: str  # ARCH= for make
+    source_arch: str  # the directory under arch/ (SRCARCH), where the arch's tiny.config lives
     qemu_binary: str
     make_target: str
     image: str  # relative to the build directory
@@ -36,10 +37,19 @@ ARCHES = {
     "x86_64": QemuArch(
         name="x86_64",
         linux_arch="x86_64",
+        source_arch="x86",
         qemu_binary="qemu-system-x86_64",
-        make_target="bzImage",
-        image="arch/x86/boot/bzImage",
-        kconfig=("CONFIG_64BIT=y", "CONFIG_SERIAL_8250=y", "CONFIG_SERIAL_8250_CONSOLE=y"),
+        # QEMU boots the ELF vmlinux straight through its PVH entry note: no bzImage, so no real-mode setup code, no
+        # compressed copy and no decompression at boot (about 5% of a cold build).
+        make_target="vmlinux",
+        image="vmlinux",
+        kconfig=(
+            "CONFIG_64BIT=y",
+            "CONFIG_SERIAL_8250=y",
+            "CONFIG_SERIAL_8250_CONSOLE=y",
+            "CONFIG_HYPERVISOR_GUEST=y",
+            "CONFIG_PVH=y",
+        ),
         # Should a fragment enable the input layer: probing the PS/2 controller's mouse port costs ~0.8 s of a
         # ~1.4 s boot under TCG, and no test needs it.
         kernel_args=("console=ttyS0", "i8042.noaux", "i8042.nokbd"),

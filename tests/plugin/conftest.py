@@ -22,7 +22,8 @@ class FakeKernel:
     qemu_log: Path
 
     def spec(self) -> dict[str, Any]:
-        return json.loads((self.tree / "guest.json").read_text())
+        spec: dict[str, Any] = json.loads((self.tree / "guest.json").read_text())
+        return spec
 
     def write_spec(self, spec: dict[str, Any]) -> None:
         (self.tree / "guest.json").write_text(json.dumps(spec))

@@ -48,7 +48,7 @@ def test_node_ids_and_junit_xml(project: pytest.Pytester, fake_kernel: FakeKerne
     xml = project.path / "junit.xml"
     project.runpytest(*fake_kernel.options(f"--junitxml={xml}"))
     cases = ET.parse(xml).getroot().findall(".//testcase")
-    assert sorted(case.get("name") for case in cases) == sorted(
+    assert sorted(case.get("name", "") for case in cases) == sorted(
         [
             "example_simple_test",
             "example_failing_test",
@@ -205,6 +205,25 @@ def test_manual_fragments_only_run_when_named(project: pytest.Pytester, fake_ker
     named.stdout.fnmatch_lines(["faults.kunitconfig::example::example_simple_test"])
 
 
+def test_configuration_is_tinyconfig_folded_into_one_pass(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    project.runpytest(*fake_kernel.options()).assert_outcomes(passed=3, failed=2, skipped=1)
+    (build,) = fake_kernel.cache.glob("build/*/")
+    # tinyconfig's own allnoconfig, then its tiny.config fragments and ours in one syncconfig pass.
+    assert (build / "make-runs").read_text().split() == ["allnoconfig", "syncconfig", "vmlinux"]
+    config = (build / ".config").read_text().split()
+    assert {"CONFIG_FAKE_TINY=y", "CONFIG_FAKE_TINY_ARCH=y", "CONFIG_PVH=y", "CONFIG_KUNIT_TEST=y"} <= set(config)
+
+
+def test_configuration_of_a_tree_without_tiny_base_uses_tinyconfig(
+    project: pytest.Pytester, fake_kernel: FakeKernel
+) -> None:
+    (fake_kernel.tree / "kernel/configs/tiny-base.config").unlink()
+    project.runpytest(*fake_kernel.options()).assert_outcomes(passed=3, failed=2, skipped=1)
+    (build,) = fake_kernel.cache.glob("build/*/")
+    assert (build / "make-runs").read_text().split() == ["tinyconfig", "syncconfig", "vmlinux"]
+    assert "CONFIG_FAKE_TINY=y" not in (build / ".config").read_text()
+
+
 def test_plugin_is_inert_without_kunit(project: pytest.Pytester) -> None:
     result = project.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
@@ -254,8 +273,8 @@ def test_xdist_workers_boot_their_own_batches(project: pytest.Pytester, fake_ker
     # Built once (the other worker waits on the lock and reuses it), listed once, then one boot per worker,
     # each for whole suites only.
     assert (fake_kernel.cache / "build").exists()
-    make_runs = sum(len(path.read_text().splitlines()) for path in fake_kernel.cache.glob("build/*/make-runs"))
-    assert make_runs == 1
+    make_runs = [path.read_text().splitlines() for path in fake_kernel.cache.glob("build/*/make-runs")]
+    assert sum(runs.count("vmlinux") for runs in make_runs) == 1
     assert sorted(f or "" for f in fake_kernel.filters()) == ["example", "other"]
     result.stdout.fnmatch_lines(["*guest boots: 3 *"])  # the list boot, then one per worker
 

@@ -1,14 +1,18 @@
-"""Fake `make` targets: tinyconfig, olddefconfig (drops what Kconfig cannot satisfy) and bzImage (the guest spec)."""
+"""Fake `make` targets: the configuration targets (olddefconfig drops what Kconfig cannot satisfy) and vmlinux (the
+guest spec). Each target is logged to <O>/make-runs."""
+
+from __future__ import annotations
 
 import json
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 TREE = Path(__file__).resolve().parent
 
 
-def kconfig_lines(path):
+def kconfig_lines(path: Path) -> Iterator[str]:
     """The Kconfig file's lines with every `source "file"` followed, as Kconfig does."""
     for line in path.read_text().splitlines():
         source = re.match(r'\s*source "(.*)"', line)
@@ -18,8 +22,9 @@ def kconfig_lines(path):
             yield line
 
 
-def symbols():
-    defined, name = {}, None
+def symbols() -> dict[str, list[str]]:
+    defined: dict[str, list[str]] = {}
+    name = None
     for line in kconfig_lines(TREE / "Kconfig"):
         start = re.match(r"config (\w+)", line)
         if start:
@@ -31,8 +36,8 @@ def symbols():
     return defined
 
 
-def olddefconfig(dotconfig):
-    values = {}
+def olddefconfig(dotconfig: Path) -> None:
+    values: dict[str, str] = {}
     for line in dotconfig.read_text().splitlines():
         match = re.match(r"CONFIG_(\w+)=(.*)", line)
         if match:
@@ -51,24 +56,25 @@ def olddefconfig(dotconfig):
     dotconfig.write_text("".join(f"CONFIG_{k}={v}\n" for k, v in values.items()))
 
 
-def main(target, out):
-    out = Path(out)
+def main(target: str, build_dir: str, allconfig: str | None = None) -> int:
+    out = Path(build_dir)
     out.mkdir(parents=True, exist_ok=True)
+    with (out / "make-runs").open("a") as runs:
+        runs.write(f"{target}\n")
     dotconfig = out / ".config"
     if target == "tinyconfig":
         dotconfig.write_text("CONFIG_64BIT=y\n")
-    elif target == "olddefconfig":
+    elif target == "allnoconfig":
+        dotconfig.write_text(Path(allconfig).read_text() if allconfig else "")
+    elif target in ("olddefconfig", "syncconfig"):
         olddefconfig(dotconfig)
-    elif target == "bzImage":
-        with (out / "make-runs").open("a") as runs:
-            runs.write("bzImage\n")
+    elif target == "vmlinux":
         print("  CC      lib/kunit/test.o", flush=True)
         if "CONFIG_FAKE_BUILD_ERROR=y" in dotconfig.read_text():
             print("lib/kunit/test.c:42:7: error: 'boom' undeclared (first use in this function)")
             return 2
         print("  LD      vmlinux", flush=True)
-        image = out / "arch/x86/boot/bzImage"
-        image.parent.mkdir(parents=True, exist_ok=True)
+        image = out / "vmlinux"
         spec = json.loads((TREE / "guest.json").read_text())
         # Out-of-tree suites placed by the runner: "compiled" in when their symbol is enabled.
         for fake_suite in sorted(TREE.glob("pytest-kunit/*/fake-suite.json")):
