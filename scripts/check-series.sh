@@ -30,10 +30,11 @@ for patch in "$repo"/kernel-patches/[0-9]*.patch; do
     git -c user.name=check -c user.email=check@invalid am -q "$patch" || { echo "FAIL apply $name"; exit 1; }
     # checkpatch exits non-zero on warnings; its summary line is what counts here.
     summary=$(perl scripts/checkpatch.pl --strict --terse "$patch" 2>&1 | tail -1 || true)
-    echo "checkpatch $name: $summary"
+    echo "checkpatch $name: ${summary:-no problems}"
     make -s O="$build" ARCH=x86_64 tinyconfig >/dev/null
     cat "$fragment" >> "$build/.config"
-    make -s O="$build" ARCH=x86_64 olddefconfig >/dev/null
+    # The fragment re-sets symbols tinyconfig set: Kconfig's "override" notes go to a log, not the report.
+    make -s O="$build" ARCH=x86_64 olddefconfig >/dev/null 2>"$work/olddefconfig-$name.log"
     start=$(date +%s)
     if make -s O="$build" ARCH=x86_64 -j"$(nproc)" bzImage > "$work/build-$name.log" 2>&1; then
         echo "build $name: ok ($(( $(date +%s) - start )) s)"
