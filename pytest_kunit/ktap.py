@@ -98,6 +98,14 @@ class SuiteFinished:
 
 
 @dataclass(frozen=True)
+class Listed:
+    """A `suite.case` line outside any suite: what a `kunit.action=list` boot prints for each case it holds."""
+
+    suite: str
+    case: str
+
+
+@dataclass(frozen=True)
 class Unfinished:
     """The console ended inside a suite: the lines logged since that suite's last result."""
 
@@ -105,7 +113,7 @@ class Unfinished:
     log: tuple[str, ...]
 
 
-Event = KtapStarted | SuiteStarted | SuiteFinished | CaseResult | Unfinished
+Event = KtapStarted | SuiteStarted | SuiteFinished | CaseResult | Listed | Unfinished
 
 
 @dataclass
@@ -188,6 +196,9 @@ class KtapParser:
             events.extend(self._result(result, indent))
             return events
 
+        listed = _LISTED.match(content.rstrip()) if len(self._stack) == 1 else None
+        if listed:
+            events.append(Listed(listed["suite"], listed["case"]))
         if self._stack:
             # Dedent by the suite's indentation, so nested lines keep their own steps.
             base = self._stack[1].indent if len(self._stack) > 1 else self._stack[-1].indent
@@ -259,17 +270,12 @@ def parse(lines: Iterable[str]) -> Iterator[Event]:
 
 def parse_list(lines: Iterable[str]) -> list[tuple[str, str]]:
     """Parse the output of a `kunit.action=list` boot into (suite, case) pairs, in execution order."""
-    cases: list[tuple[str, str]] = []
-    started = False
-    for raw in lines:
-        content = _TIMESTAMP.sub("", raw.strip("\r\n")).strip()
-        if _VERSION.match(content):
-            started = True
-            continue
-        match = _LISTED.match(content) if started else None
-        if match:
-            cases.append((match["suite"], match["case"]))
-    return cases
+    return listed_cases(parse(lines))
+
+
+def listed_cases(events: Iterable[Event]) -> list[tuple[str, str]]:
+    """The (suite, case) pairs a `kunit.action=list` boot printed, from its parsed events."""
+    return [(event.suite, event.case) for event in events if isinstance(event, Listed)]
 
 
 def fault_lines(lines: Iterable[str]) -> list[str]:

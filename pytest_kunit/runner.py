@@ -337,8 +337,8 @@ def boot(
 
 def list_cases(runner: Runner, image: Path, arch: QemuArch) -> tuple[CaseId, ...]:
     """Boot with kunit.action=list and read the cases the image holds, in the order the kernel runs them."""
-    record, _ = runner.guest(image, arch, ("kunit.action=list",))
-    cases = ktap.parse_list(record.console)
+    record, events = runner.guest(image, arch, ("kunit.action=list",))
+    cases = ktap.listed_cases(events)
     if not cases and not record.ktap_started:
         raise BootError(_boot_failure(record))
     return tuple(cases)

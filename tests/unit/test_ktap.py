@@ -66,6 +66,8 @@ def skeleton(events: list[ktap.Event]) -> list[tuple[str, ...]]:
             shape.append(("end", event.suite, event.status.value))
         elif isinstance(event, CaseResult):
             shape.append(("case", event.suite, event.case, event.status.value))
+        elif isinstance(event, ktap.Listed):
+            shape.append(("listed", event.suite, event.case))
         else:
             shape.append(("unfinished", event.suite))
     return shape
