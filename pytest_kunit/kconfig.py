@@ -100,13 +100,14 @@ class Dropped:
 
 def dropped_symbols(fragment: Fragment, dotconfig: dict[str, str], tree: Path) -> list[Dropped]:
     """Every entry the fragment asks for that does not hold in .config, with what Kconfig says it needs."""
+    missing = [entry for entry in fragment.entries if dotconfig.get(entry.symbol, "n") != entry.value]
+    if not missing:
+        return []
+    definitions = kconfig_definitions(tree, {entry.symbol.removeprefix("CONFIG_") for entry in missing})
     dropped = []
-    for entry in fragment.entries:
-        actual = dotconfig.get(entry.symbol, "n")
-        if actual == entry.value:
-            continue
-        definitions = kconfig_definition(tree, entry.symbol.removeprefix("CONFIG_"))
-        dropped.append(Dropped(entry, actual, definitions is not None, definitions or ()))
+    for entry in missing:
+        needs = definitions.get(entry.symbol.removeprefix("CONFIG_"))
+        dropped.append(Dropped(entry, dotconfig.get(entry.symbol, "n"), needs is not None, needs or ()))
     return dropped
 
 
@@ -124,7 +125,7 @@ _KCONFIG_START = re.compile(r"^\s*(?:menu)?config\s+(\S+)\s*$")
 _KCONFIG_BLOCK_END = re.compile(
     r"^\s*(?:config|menuconfig|choice|endchoice|menu|endmenu|if|endif|source|comment|help|---help---)\b"
 )
-_KCONFIG_NEEDS = re.compile(r"^\s*(depends on|select|imply)\b\s*(.*)$")
+_KCONFIG_DEPENDS = re.compile(r"^\s*depends on\b\s*(.*)$")
 
 
 def _kconfig_files(tree: Path) -> Iterable[Path]:
@@ -133,26 +134,30 @@ def _kconfig_files(tree: Path) -> Iterable[Path]:
             yield path
 
 
-def kconfig_definition(tree: Path, name: str) -> tuple[str, ...] | None:
-    """The `depends on` lines of symbol `name` in the tree's Kconfig files, or None if it is not defined."""
-    found = False
-    needs: list[str] = []
+def kconfig_definitions(tree: Path, names: set[str]) -> dict[str, tuple[str, ...]]:
+    """The `depends on` lines of each symbol in `names` that the tree's Kconfig files define, in one pass over them."""
+    needs: dict[str, list[str]] = {}
     for path in _kconfig_files(tree):
         try:
             lines = path.read_text(errors="replace").splitlines()
         except OSError:
             continue
-        inside = False
+        current: list[str] | None = None  # the needs of the wanted symbol whose block this line is in
         for line in lines:
             start = _KCONFIG_START.match(line)
             if start:
-                inside = start.group(1) == name
-                found = found or inside
+                name = start.group(1)
+                current = needs.setdefault(name, []) if name in names else None
                 continue
-            if inside and _KCONFIG_BLOCK_END.match(line):
-                inside = False
-            elif inside:
-                need = _KCONFIG_NEEDS.match(line)
-                if need and need.group(1) == "depends on":
-                    needs.append(f"depends on {need.group(2).strip()}")
-    return tuple(dict.fromkeys(needs)) if found else None
+            if current is not None and _KCONFIG_BLOCK_END.match(line):
+                current = None
+            elif current is not None:
+                need = _KCONFIG_DEPENDS.match(line)
+                if need:
+                    current.append(f"depends on {need.group(1).strip()}")
+    return {name: tuple(dict.fromkeys(lines)) for name, lines in needs.items()}
+
+
+def kconfig_definition(tree: Path, name: str) -> tuple[str, ...] | None:
+    """The `depends on` lines of symbol `name` in the tree's Kconfig files, or None if it is not defined."""
+    return kconfig_definitions(tree, {name}).get(name)
