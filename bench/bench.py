@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pytest_kunit.tree import apply_patches, patch_files
+
 ROOT = Path(__file__).resolve().parents[1]
 TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 FRAMEWORK = ROOT / "testsuites/kunit.kunitconfig"
@@ -88,10 +90,7 @@ def patched_tree(workdir: Path) -> Path:
     assert top is not None
     subprocess.run(["tar", "-xf", str(TARBALL), "-C", str(workdir)], check=True)
     tree = workdir / top.name.split("/")[0]
-    for patch in sorted((ROOT / "kernel-patches").glob("[0-9]*.patch")):
-        if patch.name.startswith("0000-"):
-            continue
-        subprocess.run(["git", "apply", str(patch)], cwd=tree, check=True, env=dict(os.environ, GIT_DIR="/nonexistent"))
+    apply_patches(tree, patch_files((ROOT / "kernel-patches",)))  # the same series, applied as the plugin does
     return tree
 
 
