@@ -52,11 +52,12 @@ class Stats:
     boot_seconds: float = 0.0
     filters: list[str] = field(default_factory=list)
 
-    def merge(self, other: dict[str, object]) -> None:
-        self.builds += int(str(other.get("builds", 0)))
-        self.build_seconds += float(str(other.get("build_seconds", 0.0)))
-        self.boots += int(str(other.get("boots", 0)))
-        self.boot_seconds += float(str(other.get("boot_seconds", 0.0)))
+    def merge(self, other: Mapping[str, float]) -> None:
+        """Add a worker's figures (its `asdict` without the filters, as sent through xdist's workeroutput)."""
+        self.builds += int(other.get("builds", 0))
+        self.build_seconds += other.get("build_seconds", 0.0)
+        self.boots += int(other.get("boots", 0))
+        self.boot_seconds += other.get("boot_seconds", 0.0)
 
 
 def split_nodeid(nodeid: str) -> tuple[str, str, str] | None:
