@@ -150,7 +150,8 @@ def single_glob_filters(all_cases: Sequence[CaseId], wanted: Sequence[CaseId]) -
     return filters
 
 
-def _boot_failure(record: BootRecord) -> str:
+def _boot_failure(record: BootRecord) -> BootError:
+    """Why a boot printed no KTAP, with the console's tail."""
     tail = "\n".join(record.console[-25:])
     if any(ktap.is_panic(line) for line in record.console):
         what = "The kernel panicked before KUnit started."
@@ -164,7 +165,7 @@ def _boot_failure(record: BootRecord) -> str:
         "check the kunitconfig enables CONFIG_KUNIT and a serial console, that the image boots under "
         "QEMU, and read the console below."
     )
-    return f"{what}\nWhat to do: {remedy}\nConsole tail:\n{tail}"
+    return BootError(what, remedy, detail=f"Console tail:\n{tail}")
 
 
 class Runner:
@@ -266,7 +267,7 @@ class Runner:
 
         if not record.ktap_started:
             # Nothing ran: every case of this boot carries the same explanation, and no further boot is tried.
-            why = f"{_boot_failure(record)}\nWhole console: {console}"
+            why = f"{_boot_failure(record).render()}\nWhole console: {console}"
             for case in wanted:
                 known.setdefault(case, self._no_result(case, console, why))
             return False
@@ -341,5 +342,5 @@ def list_cases(runner: Runner, image: Path, arch: QemuArch) -> tuple[CaseId, ...
     record, events = runner.guest(image, arch, ("kunit.action=list",))
     cases = ktap.listed_cases(events)
     if not cases and not record.ktap_started:
-        raise BootError(_boot_failure(record))
+        raise _boot_failure(record)
     return tuple(cases)
