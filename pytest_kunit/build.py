@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .arch import Arch
 from .errors import BuildError
 from .kconfig import Fragment, check_fragment, parse_fragment
 from .locking import cache_lock
-from .qemu import QemuArch
 from .tree import PreparedTree
 
 # What every KUnit guest needs on top of tinyconfig, whatever the architecture; and what it does not: the guest
@@ -37,7 +37,7 @@ ProgressCallback = Callable[[str], None]
 class BuildRequest:
     tree: PreparedTree
     fragment: Fragment
-    arch: QemuArch
+    arch: Arch
     jobs: int
     cache_dir: Path
     extra_key: str = ""  # anything else that feeds the build (out-of-tree suite sources)
@@ -55,7 +55,7 @@ class BuildResult:
 
 
 def full_fragment(request: BuildRequest) -> Fragment:
-    arch_fragment = parse_fragment("\n".join(request.arch.kconfig), f"qemu.py:{request.arch.name}")
+    arch_fragment = parse_fragment("\n".join(request.arch.kconfig), f"arch.py:{request.arch.name}")
     return BASE_CONFIG + arch_fragment + request.fragment
 
 
@@ -72,7 +72,14 @@ def _file_digest(path: Path) -> str:
 
 
 def _make(request: BuildRequest, build_dir: Path, *targets: str) -> list[str]:
-    return ["make", "-C", str(request.tree.path), f"O={build_dir}", f"ARCH={request.arch.linux_arch}", *targets]
+    return ["make", "-C", str(request.tree.path), f"O={build_dir}", *_make_vars(request.arch), *targets]
+
+
+def _make_vars(arch: Arch) -> list[str]:
+    variables = [f"ARCH={arch.make.arch}"]
+    if arch.make.cross_compile:
+        variables.append(f"CROSS_COMPILE={arch.make.cross_compile}")
+    return variables
 
 
 def _check_tools() -> None:
@@ -95,7 +102,7 @@ def _configure_steps(request: BuildRequest, fragment: Fragment) -> list[tuple[li
     """
     configs = request.tree.path / "kernel/configs"
     tiny_base = configs / "tiny-base.config"
-    arch_configs = request.tree.path / "arch" / request.arch.source_arch / "configs"
+    arch_configs = request.tree.path / "arch" / request.arch.make.source_arch / "configs"
     tiny_fragments = (configs / "tiny.config", arch_configs / "tiny.config")
     if tiny_base.is_file():
         tiny = "".join(path.read_text() + "\n" for path in tiny_fragments if path.is_file())
@@ -131,7 +138,7 @@ def _configure(request: BuildRequest, build_dir: Path, fragment: Fragment, log: 
 def _run_make(request: BuildRequest, build_dir: Path, log: Path, progress: ProgressCallback) -> None:
     steps_file = build_dir / STEPS
     expected = int(steps_file.read_text()) if steps_file.exists() else 0
-    command = _make(request, build_dir, f"-j{request.jobs}", request.arch.make_target)
+    command = _make(request, build_dir, f"-j{request.jobs}", request.arch.make.target)
     steps = 0
     with log.open("a") as stream:
         process = subprocess.Popen(
@@ -168,7 +175,7 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
     fragment = full_fragment(request)
     build_key = _digest(request.tree.key, request.arch.name, fragment.text())
     build_dir = request.cache_dir / "build" / build_key
-    image = build_dir / request.arch.image
+    image = build_dir / request.arch.make.image
     log = build_dir / "build.log"
     stamp = _digest(build_key, request.extra_key)
     started = time.monotonic()

@@ -47,13 +47,13 @@ OPTIONS = (
     Option(
         "kunit_kernel_src",
         "kernel source: a tarball or a directory (built with O= into the cache, never modified); "
-        f"default {DEFAULT_TARBALL}",
+        f"default: the kernel tree the fragment lies in, else {DEFAULT_TARBALL}",
         "path",
     ),
     Option(
         "kunit_patches",
         "a directory of *.patch files applied in order on the tree; repeatable; 'none' applies nothing; "
-        "default: kernel-patches/ next to the rootdir",
+        f"default: pytest-kunit's own series on {DEFAULT_TARBALL}, nothing on any other tree",
         "paths",
     ),
     Option(
@@ -84,8 +84,8 @@ _KINDS = {option.name: option.kind for option in OPTIONS}
 @dataclass(frozen=True)
 class Settings:
     enabled: bool
-    kernel_src: Path
-    patch_dirs: tuple[Path, ...]
+    kernel_src: Path | None  # None: the tree each fragment lies in, else the packaged tarball
+    patch_dirs: tuple[Path, ...] | None  # None: the default series on the packaged tarball, nothing elsewhere
     cache_dir: Path
     jobs: int
     timeout: float
@@ -164,11 +164,16 @@ def _existing_path(value: Any) -> Path:
     return path.resolve()
 
 
-def _patch_dirs(config: pytest.Config) -> tuple[Path, ...]:
+def default_patch_dirs() -> tuple[Path, ...]:
+    """pytest-kunit's own series, from the source checkout the plugin runs from (wherever pytest was started)."""
+    series = Path(__file__).resolve().parent.parent / "kernel-patches"
+    return (series,) if series.is_dir() else ()
+
+
+def _patch_dirs(config: pytest.Config) -> tuple[Path, ...] | None:
     value, source = _raw(config, "kunit_patches")
     if value is None:
-        default = config.rootpath / "kernel-patches"
-        return (default,) if default.is_dir() else ()
+        return None
     entries = [str(entry) for entry in value]
     if entries == ["none"]:
         return ()
@@ -190,7 +195,7 @@ def _cache_default() -> Path:
 
 
 def resolve(config: pytest.Config) -> Settings:
-    from .qemu import ARCHES
+    from .arch import ARCHES
 
     enabled, _ = _raw(config, "kunit")
     arch = _convert(config, "kunit_arch", "x86_64", str, "a known architecture")
@@ -200,7 +205,7 @@ def resolve(config: pytest.Config) -> Settings:
     return Settings(
         enabled=bool(enabled),
         kernel_src=_convert(
-            config, "kunit_kernel_src", DEFAULT_TARBALL, _existing_path, "an existing kernel tarball or directory"
+            config, "kunit_kernel_src", None, _existing_path, "an existing kernel tarball or directory"
         ),
         patch_dirs=_patch_dirs(config),
         cache_dir=_convert(config, "kunit_cache_dir", _cache_default(), _path, "a path"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -10,9 +9,11 @@ from typing import Any
 import pytest
 
 from . import options
-from .items import KunitconfigFile, collects
-from .runner import plan_batches
-from .state import STATE, SessionState, load_durations, save_durations
+from .cache import load_durations, save_durations
+from .items import KunitCase, KunitconfigFile, collects, fragment_nodeid
+from .planning import PlannedCase, plan_batches
+from .session import STATE, SessionState
+from .workers import is_worker, run_id, worker_count, worker_durations
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -24,16 +25,28 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = options.resolve(config)
     if not settings.enabled:
         return
-    config.stash[STATE] = SessionState(config, settings)
+    config.stash[STATE] = SessionState(config, settings, session=run_id(config))
     if config.pluginmanager.hasplugin("xdist"):
         from .xdist import KunitXdist
 
         config.pluginmanager.register(KunitXdist(config), "kunit-xdist")
 
 
+def pytest_report_header(config: pytest.Config) -> str | None:
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return None
+    settings = state.settings
+    source = settings.kernel_src or "the kernel tree each fragment lies in, else the packaged tarball"
+    return f"kunit: kernel source {source}; arch {settings.arch}; cache {settings.cache_dir}"
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if STATE in parent.config.stash and collects(parent.config, file_path):
-        return KunitconfigFile.from_parent(parent, path=file_path)
+        nodeid = fragment_nodeid(parent.config, file_path)
+        if nodeid is None:
+            return KunitconfigFile.from_parent(parent, path=file_path)
+        return KunitconfigFile.from_parent(parent, path=file_path, nodeid=nodeid)
     return None
 
 
@@ -41,18 +54,24 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash.get(STATE, None)
     if state is None:
         return
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    durations = load_durations(state.settings.cache_dir, session.config.rootpath)
-    nodeids = [item.nodeid for item in session.items]
-    state.runner.plan = plan_batches(nodeids, workers, state.settings.isolate, durations)
+    config = session.config
+    cases = [
+        PlannedCase(item.nodeid, item.kernel.key, item.suite, item.name)
+        for item in session.items
+        if isinstance(item, KunitCase)
+    ]
+    durations = worker_durations(config)
+    if durations is None:
+        durations = load_durations(state.settings.cache_dir, config.rootpath)
+    state.runner.set_plan(cases, plan_batches(cases, worker_count(config), state.settings.isolate, durations))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     state = session.config.stash.get(STATE, None)
     if state is None:
         return
-    workeroutput: dict[str, Any] | None = getattr(session.config, "workeroutput", None)
-    if workeroutput is not None:
+    if is_worker(session.config):
+        workeroutput: dict[str, Any] = session.config.workeroutput  # type: ignore[attr-defined]
         stats = asdict(state.stats)
         stats.pop("filters")
         workeroutput["kunit_stats"] = stats

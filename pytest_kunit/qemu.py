@@ -12,50 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .arch import Arch
 from .errors import BootError
 
 if TYPE_CHECKING:
     import pexpect
 
-
-@dataclass(frozen=True)
-class QemuArch:
-    """How to configure, build and boot a KUnit guest on one architecture."""
-
-    name: str
-    linux_arch: str  # ARCH= for make
-    source_arch: str  # the directory under arch/ (SRCARCH), where the arch's tiny.config lives
-    qemu_binary: str
-    make_target: str
-    image: str  # relative to the build directory
-    kconfig: tuple[str, ...]
-    kernel_args: tuple[str, ...]
-    qemu_args: tuple[str, ...]
-
-
-ARCHES = {
-    "x86_64": QemuArch(
-        name="x86_64",
-        linux_arch="x86_64",
-        source_arch="x86",
-        qemu_binary="qemu-system-x86_64",
-        # QEMU boots the ELF vmlinux straight through its PVH entry note: no bzImage, so no real-mode setup code, no
-        # compressed copy and no decompression at boot (about 5% of a cold build).
-        make_target="vmlinux",
-        image="vmlinux",
-        kconfig=(
-            "CONFIG_64BIT=y",
-            "CONFIG_SERIAL_8250=y",
-            "CONFIG_SERIAL_8250_CONSOLE=y",
-            "CONFIG_HYPERVISOR_GUEST=y",
-            "CONFIG_PVH=y",
-        ),
-        # Should a fragment enable the input layer: probing the PS/2 controller's mouse port costs ~0.8 s of a
-        # ~1.4 s boot under TCG, and no test needs it.
-        kernel_args=("console=ttyS0", "i8042.noaux", "i8042.nokbd"),
-        qemu_args=("-m", "512", "-serial", "stdio"),
-    ),
-}
 
 # Always: KUnit reboots when done, a panic reboots at once, and QEMU exits instead of rebooting.
 KERNEL_ARGS = ("kunit_shutdown=reboot", "panic=-1")
@@ -75,7 +37,7 @@ KVM_FIRST_OUTPUT = 20.0
 @dataclass(frozen=True)
 class BootRequest:
     image: Path
-    arch: QemuArch
+    arch: Arch
     kernel_args: tuple[str, ...]
     accel: str  # "tcg" or "kvm"
     silence_timeout: float
@@ -106,24 +68,25 @@ def _kill_live_guests() -> None:
 
 
 def qemu_binary(request: BootRequest) -> str:
-    name = request.qemu or request.arch.qemu_binary
+    name = request.qemu or request.arch.qemu.binary
     found = shutil.which(name)
     if found is None:
         raise BootError(
             f"QEMU is not installed: {name!r} is not on PATH.",
-            "install it (apt-get install qemu-system-x86) or name the binary with --kunit-qemu (ini: kunit_qemu).",
+            f"install it (apt-get install {request.arch.qemu.package}) or name the binary with --kunit-qemu "
+            "(ini: kunit_qemu).",
         )
     return found
 
 
 def command_line(request: BootRequest) -> list[str]:
-    append = " ".join(arg for arg in (*request.arch.kernel_args, *KERNEL_ARGS, *request.kernel_args) if arg)
+    append = " ".join(arg for arg in (*request.arch.qemu.kernel_args, *KERNEL_ARGS, *request.kernel_args) if arg)
     return [
         qemu_binary(request),
         *QEMU_ARGS,
         "-accel",
         request.accel,
-        *request.arch.qemu_args,
+        *request.arch.qemu.args,
         "-kernel",
         str(request.image),
         "-append",

@@ -1,27 +1,22 @@
-"""Turning the selected cases into as few boots as possible, and every boot's console into per-case outcomes."""
+"""Booting guests for batches of selected cases, recovering after a dead guest, and turning consoles into outcomes."""
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ktap
+from .arch import Arch
 from .build import BuildResult
 from .decode import decode_stacktrace
-from .errors import BootError
-from .options import Accel, Isolate, Settings
-from .qemu import KVM_FIRST_OUTPUT, BootRecord, BootRequest, Guest, QemuArch, kvm_usable, watchdog_seconds
+from .options import Accel, Settings
+from .planning import CaseId, PlannedCase, executed_cases, list_filter, single_glob_filters
+from .qemu import KVM_FIRST_OUTPUT, BootRecord, BootRequest, Guest, kvm_usable, watchdog_seconds
+from .report import boot_failure
 from .tree import TreeFeatures
-
-CaseId = tuple[str, str]  # (suite, case)
-# A suite never timed before is assumed to take this long per case (TCG runs a typical case in tens of ms).
-ESTIMATED_CASE_SECONDS = 0.05
-# x86 keeps 2048 bytes of command line; leave room for the arguments the runner always passes.
-MAX_FILTER_LENGTH = 1600
 
 
 @dataclass(frozen=True)
@@ -30,7 +25,7 @@ class Kernel:
 
     key: str  # the kunitconfig file's node id: batches never mix kernels
     build: BuildResult
-    arch: QemuArch
+    arch: Arch
     features: TreeFeatures
     tree: Path
     cases: tuple[CaseId, ...]
@@ -60,114 +55,6 @@ class Stats:
         self.boot_seconds += other.get("boot_seconds", 0.0)
 
 
-def split_nodeid(nodeid: str) -> tuple[str, str, str] | None:
-    parts = nodeid.split("::")
-    if len(parts) == 3 and parts[0].endswith(".kunitconfig"):
-        return parts[0], parts[1], parts[2]
-    return None
-
-
-def plan_batches(
-    nodeids: Iterable[str], workers: int, isolate: Isolate, durations: Mapping[str, Mapping[str, float]] | None = None
-) -> dict[str, str]:
-    """Map each kernel case's node id to its batch: the cases one guest boots for.
-
-    A function of its arguments alone, so the xdist controller and every worker compute the same plan.  Suites are
-    never split unless isolate=case; with isolate=none each kernel's suites are dealt into at most `workers`
-    batches of about equal run time: a suite's measured seconds (`durations[kernel][suite]`, from earlier runs),
-    else an estimate from its number of cases.
-    """
-    by_kernel: dict[str, dict[str, list[str]]] = {}
-    plan: dict[str, str] = {}
-    for nodeid in nodeids:
-        parts = split_nodeid(nodeid)
-        if parts is None:
-            continue
-        kernel, suite, _ = parts
-        if isolate is Isolate.CASE:
-            plan[nodeid] = nodeid
-        elif isolate is Isolate.SUITE:
-            plan[nodeid] = f"{kernel}::{suite}"
-        else:
-            by_kernel.setdefault(kernel, {}).setdefault(suite, []).append(nodeid)
-    for kernel, suites in by_kernel.items():
-        measured = (durations or {}).get(kernel, {})
-        weights = {suite: measured.get(suite, len(cases) * ESTIMATED_CASE_SECONDS) for suite, cases in suites.items()}
-        bins = max(1, min(workers, len(suites)))
-        loads = [0.0] * bins
-        for suite in sorted(suites, key=lambda name: -weights[name]):  # stable: ties keep collection order
-            lightest = loads.index(min(loads))
-            loads[lightest] += weights[suite]
-            for nodeid in suites[suite]:
-                plan[nodeid] = f"{kernel}::batch{lightest}"
-    return plan
-
-
-def _glob_matches(glob: str, case: CaseId) -> bool:
-    suite_glob, _, case_glob = glob.partition(".")
-    return fnmatch.fnmatchcase(case[0], suite_glob) and fnmatch.fnmatchcase(case[1], case_glob or "*")
-
-
-def executed_cases(all_cases: Sequence[CaseId], kernel_filter: str | None) -> list[CaseId]:
-    """The cases a boot with this kunit.filter_glob runs, in the order it runs them."""
-    if kernel_filter is None:
-        return list(all_cases)
-    globs = kernel_filter.split(",")
-    return [case for case in all_cases if any(_glob_matches(glob, case) for glob in globs)]
-
-
-def list_filter(all_cases: Sequence[CaseId], wanted: Sequence[CaseId]) -> str | None:
-    """A comma-separated filter running exactly `wanted` (whole suites named once); None runs everything."""
-    wanted_set = set(wanted)
-    if wanted_set >= set(all_cases):
-        return None
-    suites: dict[str, list[CaseId]] = {}
-    for case in all_cases:
-        suites.setdefault(case[0], []).append(case)
-    entries: list[str] = []
-    for suite, cases in suites.items():
-        chosen = [case for case in cases if case in wanted_set]
-        if chosen and len(chosen) == len(cases):
-            entries.append(suite)
-        else:
-            entries.extend(f"{suite}.{case}" for _, case in chosen)
-    exact = ",".join(entries)
-    if len(exact) <= MAX_FILTER_LENGTH:
-        return exact
-    # Too long for the command line: run the touched suites whole and report only what was selected.
-    return ",".join(dict.fromkeys(case[0] for case in all_cases if case in wanted_set))
-
-
-def single_glob_filters(all_cases: Sequence[CaseId], wanted: Sequence[CaseId]) -> list[str]:
-    """For trees whose filter_glob takes one glob: one boot per suite (exact when one case is wanted)."""
-    suites: dict[str, list[CaseId]] = {}
-    for case in wanted:
-        suites.setdefault(case[0], []).append(case)
-    filters = []
-    for suite, cases in suites.items():
-        whole = [case for case in all_cases if case[0] == suite]
-        filters.append(f"{suite}.{cases[0][1]}" if len(cases) == 1 and len(whole) > 1 else suite)
-    return filters
-
-
-def _boot_failure(record: BootRecord) -> BootError:
-    """Why a boot printed no KTAP, with the console's tail."""
-    tail = "\n".join(record.console[-25:])
-    if any(ktap.is_panic(line) for line in record.console):
-        what = "The kernel panicked before KUnit started."
-    elif record.timed_out:
-        what = "The guest printed nothing for too long before KUnit started and was killed."
-    elif not record.console:
-        what = f"QEMU exited (status {record.exit_status}) without printing anything."
-    else:
-        what = "The guest's console has no KTAP output at all: KUnit did not run."
-    remedy = (
-        "check the kunitconfig enables CONFIG_KUNIT and a serial console, that the image boots under "
-        "QEMU, and read the console below."
-    )
-    return BootError(what, remedy, detail=f"Console tail:\n{tail}")
-
-
 class Runner:
     """Boots guests for batches of cases on demand and remembers every case's outcome."""
 
@@ -175,8 +62,8 @@ class Runner:
         self.settings = settings
         self.stats = stats
         self.sink = sink
-        self.plan: dict[str, str] = {}
-        self.kernels: dict[str, Kernel] = {}
+        self.batch_of: dict[str, str] = {}  # node id -> batch
+        self.batches: dict[str, list[PlannedCase]] = {}
         self.suite_seconds: dict[str, dict[str, float]] = {}
         self.outcomes: dict[str, dict[CaseId, Outcome]] = {}
         self.accel = self._initial_accel()
@@ -188,18 +75,22 @@ class Runner:
             return "kvm" if kvm_usable() else "tcg"
         return str(accel.value)
 
-    def outcome(self, nodeid: str) -> Outcome:
-        parts = split_nodeid(nodeid)
-        assert parts is not None, nodeid
-        kernel_key, suite, case = parts
-        known = self.outcomes.setdefault(kernel_key, {})
+    def set_plan(self, cases: Sequence[PlannedCase], plan: Mapping[str, str]) -> None:
+        """Group the selected cases by the batch `plan` (node id -> batch) puts them in."""
+        self.batch_of = dict(plan)
+        self.batches = {}
+        for case in cases:
+            self.batches.setdefault(plan.get(case.nodeid, case.nodeid), []).append(case)
+
+    def outcome(self, kernel: Kernel, suite: str, case: str, nodeid: str) -> Outcome:
+        """The outcome of one case, booting its whole batch the first time one of the batch's cases asks."""
+        known = self.outcomes.setdefault(kernel.key, {})
         if (suite, case) not in known:
-            batch = self.plan.get(nodeid, nodeid)
-            wanted = [split_nodeid(other) for other, key in self.plan.items() if key == batch]
-            cases = [(p[1], p[2]) for p in wanted if p is not None and (p[1], p[2]) not in known]
+            batch = self.batches.get(self.batch_of.get(nodeid, nodeid), [])
+            cases = [(c.suite, c.case) for c in batch if c.kernel == kernel.key and (c.suite, c.case) not in known]
             if (suite, case) not in cases:
                 cases.append((suite, case))
-            self.run(self.kernels[kernel_key], cases)
+            self.run(kernel, cases)
         return known[(suite, case)]
 
     def run(self, kernel: Kernel, wanted: Sequence[CaseId]) -> None:
@@ -223,7 +114,7 @@ class Runner:
         if crashed_before:
             # A single glob can only leave out the case that crashed by naming the others one by one.
             return [f"{suite}.{case}" for suite, case in remaining]
-        return list(single_glob_filters(kernel.cases, remaining))
+        return single_glob_filters(kernel.cases, remaining)
 
     def _no_result(self, case: CaseId, console: Path, why: str) -> Outcome:
         return Outcome(ktap.CaseResult(case[0], case[1], ktap.Status.NO_RESULT), console, error=why)
@@ -236,7 +127,7 @@ class Runner:
             args.append(f"kunit.timeout={int(self.settings.timeout)}")
         return tuple(args)
 
-    def guest(self, image: Path, arch: QemuArch, kernel_args: tuple[str, ...]) -> tuple[BootRecord, list[ktap.Event]]:
+    def guest(self, image: Path, arch: Arch, kernel_args: tuple[str, ...]) -> tuple[BootRecord, list[ktap.Event]]:
         """Boot once to the end; under KVM, a guest that hangs or aborts before KUnit starts is rerun under TCG."""
         while True:
             request = BootRequest(
@@ -267,7 +158,7 @@ class Runner:
 
         if not record.ktap_started:
             # Nothing ran: every case of this boot carries the same explanation, and no further boot is tried.
-            why = f"{_boot_failure(record).render()}\nWhole console: {console}"
+            why = f"{boot_failure(record).render()}\nWhole console: {console}"
             for case in wanted:
                 known.setdefault(case, self._no_result(case, console, why))
             return False
@@ -337,10 +228,10 @@ def boot(
     return guest.record, events
 
 
-def list_cases(runner: Runner, image: Path, arch: QemuArch) -> tuple[CaseId, ...]:
+def list_cases(runner: Runner, image: Path, arch: Arch) -> tuple[CaseId, ...]:
     """Boot with kunit.action=list and read the cases the image holds, in the order the kernel runs them."""
     record, events = runner.guest(image, arch, ("kunit.action=list",))
     cases = ktap.listed_cases(events)
     if not cases and not record.ktap_started:
-        raise _boot_failure(record)
+        raise boot_failure(record)
     return tuple(cases)

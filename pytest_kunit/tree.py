@@ -124,6 +124,22 @@ def mirror(source: Path, destination: Path, *excludes: str) -> None:
         )
 
 
+def is_kernel_tree(directory: Path) -> bool:
+    return (
+        (directory / "Makefile").is_file()
+        and (directory / "Kconfig").is_file()
+        and (directory / "scripts/kconfig").is_dir()
+    )
+
+
+def enclosing_tree(fragment: Path) -> Path | None:
+    """The kernel source tree a fragment lies in (`fs/ext4/.kunitconfig` in a checkout), if any."""
+    for directory in fragment.resolve().parents:
+        if is_kernel_tree(directory):
+            return directory
+    return None
+
+
 def _missing_source(path: Path) -> TreeError:
     return TreeError(
         f"The kernel source {path} does not exist.",

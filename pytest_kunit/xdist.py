@@ -1,4 +1,5 @@
-"""pytest-xdist integration: every worker gets whole batches, so a suite is booted by one guest only."""
+"""pytest-xdist integration: kunit cases travel in whole boot batches; every other test is scheduled as the chosen
+`--dist` mode would schedule it."""
 
 from __future__ import annotations
 
@@ -7,34 +8,64 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
-from .runner import plan_batches
-from .state import STATE, load_durations
+from .cache import load_durations
+from .planning import Durations, case_from_nodeid, plan_batches
+from .session import STATE
+from .workers import DURATIONS_KEY
+
+# The --dist modes whose scheduling of other tests is a scope rule LoadScopeScheduling can express.
+MODES = ("load", "loadscope", "loadfile", "loadgroup", "worksteal")
 
 
 class KunitScheduling(LoadScopeScheduling):  # type: ignore[misc]
-    """LoadScope scheduling whose scopes are the runner's boot batches (the same plan each worker computes)."""
+    """LoadScope scheduling whose scope, for a kunit case, is its boot batch (the plan every worker computes too),
+    and for any other test the unit its --dist mode uses: the test itself (load, worksteal), its module or class
+    (loadscope), its file (loadfile), its xdist_group (loadgroup)."""
 
-    def __init__(self, config: pytest.Config, log: Any = None) -> None:
+    def __init__(self, config: pytest.Config, log: Any, mode: str, durations: Durations) -> None:
         super().__init__(config, log)
+        self._mode = mode
+        self._durations = durations
         self._plan: dict[str, str] | None = None
 
-    def _split_scope(self, nodeid: str) -> str:
+    def _kunit_plan(self) -> dict[str, str]:
         if self._plan is None:
             collection = next(iter(self.registered_collections.values()))
-            settings = self.config.stash[STATE].settings
-            durations = load_durations(settings.cache_dir, self.config.rootpath)
-            self._plan = plan_batches(collection, len(self.nodes), settings.isolate, durations)
-        return self._plan.get(nodeid) or super()._split_scope(nodeid)
+            cases = [case for case in map(case_from_nodeid, collection) if case is not None]
+            isolate = self.config.stash[STATE].settings.isolate
+            self._plan = plan_batches(cases, len(self.nodes), isolate, self._durations)
+        return self._plan
+
+    def _split_scope(self, nodeid: str) -> str:
+        batch = self._kunit_plan().get(nodeid)
+        if batch is not None:
+            return f"kunit:{batch}"
+        if self._mode == "loadscope":
+            return str(super()._split_scope(nodeid))
+        if self._mode == "loadfile":
+            return nodeid.split("::", 1)[0]
+        if self._mode == "loadgroup" and "@" in nodeid:
+            return nodeid.split("@")[-1]
+        return nodeid
 
 
 class KunitXdist:
+    """The controller's side: the scheduler, the durations workers plan with, the figures workers send back."""
+
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        settings = config.stash[STATE].settings
+        self.durations = load_durations(settings.cache_dir, config.rootpath)
 
-    @pytest.hookimpl
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[DURATIONS_KEY] = self.durations
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        if config.getvalue("dist") in ("load", "loadscope", "loadgroup"):
-            return KunitScheduling(config, log)
+        mode = config.getvalue("dist")
+        if mode in MODES:
+            return KunitScheduling(config, log, mode, self.durations)
         return None
 
     @pytest.hookimpl(optionalhook=True)

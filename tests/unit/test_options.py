@@ -7,11 +7,12 @@ whether or not it is enabled.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from pytest_kunit import options
-from pytest_kunit.options import DEFAULT_TARBALL, Accel, Isolate
+from pytest_kunit.options import Accel, Isolate
 
 
 def usage_error(pytester: pytest.Pytester, *args: str) -> str:
@@ -120,8 +121,8 @@ def test_defaults(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
     settings = resolved(pytester)
     assert settings == options.Settings(
         enabled=False,
-        kernel_src=DEFAULT_TARBALL,
-        patch_dirs=(),
+        kernel_src=None,
+        patch_dirs=None,
         cache_dir=pytester.path / "xdg" / "pytest-kunit",
         jobs=os.cpu_count() or 1,
         timeout=120.0,
@@ -183,12 +184,13 @@ def test_good_ini_values_are_used(pytester: pytest.Pytester) -> None:
     assert settings.patch_dirs == ((pytester.path / "series-b").resolve(), (pytester.path / "series-a").resolve())
 
 
-def test_patches_none_and_default_directory(pytester: pytest.Pytester) -> None:
+def test_patches_none_and_default_series(pytester: pytest.Pytester) -> None:
     assert resolved(pytester, "--kunit-patches", "none").patch_dirs == ()
-    assert resolved(pytester).patch_dirs == ()
-    default = pytester.mkdir("kernel-patches")
-    assert resolved(pytester).patch_dirs == (default,)
-    assert resolved(pytester, "--kunit-patches", "none").patch_dirs == ()
+    # Not given: the default rule (our series on the packaged tarball only), decided per tree, not per rootdir.
+    assert resolved(pytester).patch_dirs is None
+    pytester.mkdir("kernel-patches")
+    assert resolved(pytester).patch_dirs is None
+    assert options.default_patch_dirs() == (Path(options.__file__).resolve().parent.parent / "kernel-patches",)
 
 
 def test_cli_patch_directories_are_relative_to_the_invocation_directory(pytester: pytest.Pytester) -> None:

@@ -9,14 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_kunit.options import Isolate
-from pytest_kunit.runner import (
+from pytest_kunit.planning import (
     MAX_FILTER_LENGTH,
+    PlannedCase,
+    case_from_nodeid,
     executed_cases,
     list_filter,
-    plan_batches,
     single_glob_filters,
-    split_nodeid,
 )
+from pytest_kunit.planning import plan_batches as plan_cases
 
 from .test_ktap import KUNIT_ALL_CASES
 
@@ -38,17 +39,26 @@ def suites_of(nodeids: list[str]) -> set[str]:
     return {nodeid.split("::")[1] for nodeid in nodeids}
 
 
-# --- split_nodeid --------------------------------------------------------------------------------------------------
+def plan_batches(
+    nodeids: list[str], workers: int, isolate: Isolate, durations: dict[str, dict[str, float]] | None = None
+) -> dict[str, str]:
+    cases = [case_from_nodeid(nodeid) for nodeid in nodeids]
+    return plan_cases([case for case in cases if case is not None], workers, isolate, durations)
 
 
-def test_split_nodeid() -> None:
-    assert split_nodeid(f"{KERNEL}::example::example_simple_test") == (KERNEL, "example", "example_simple_test")
-    assert split_nodeid("a.kunitconfig::s::c") == ("a.kunitconfig", "s", "c")
-    assert split_nodeid("tests/test_x.py::test_y") is None
-    assert split_nodeid("tests/test_x.py::Class::test_y") is None
-    assert split_nodeid(f"{KERNEL}::example") is None
-    assert split_nodeid(f"{KERNEL}::example::case::extra") is None
-    assert split_nodeid("") is None
+# --- case_from_nodeid (the xdist controller's view) -----------------------------------------------------------------
+
+
+def test_case_from_nodeid() -> None:
+    assert case_from_nodeid(f"{KERNEL}::example::x") == PlannedCase(f"{KERNEL}::example::x", KERNEL, "example", "x")
+    assert case_from_nodeid("/abs/lib/kunit/.kunitconfig::s::c") == PlannedCase(
+        "/abs/lib/kunit/.kunitconfig::s::c", "/abs/lib/kunit/.kunitconfig", "s", "c"
+    )
+    assert case_from_nodeid("tests/test_x.py::test_y") is None
+    assert case_from_nodeid("tests/test_x.py::Class::test_y") is None
+    assert case_from_nodeid(f"{KERNEL}::example") is None
+    assert case_from_nodeid(f"{KERNEL}::example::case::extra") is None
+    assert case_from_nodeid("") is None
 
 
 # --- plan_batches --------------------------------------------------------------------------------------------------
@@ -303,9 +313,10 @@ def test_single_glob_filters() -> None:
         "example.example_simple_test",
         "kunit_executor_test.parse_filter_test",
     ]
-    for kernel_filter in single_glob_filters(ALL, ALL):
-        assert "," not in kernel_filter
-    assert single_glob_filters(ALL, ALL) == list(SUITE_SIZES)
+    for kernel_filter in single_glob_filters(ALL, ALL[1:]):
+        assert kernel_filter is not None and "," not in kernel_filter
+    # Everything wanted: one boot with no filter at all, whatever the tree's filter can express.
+    assert single_glob_filters(ALL, ALL) == [None]
 
 
 def test_measured_durations_balance_batches_by_time_not_case_count() -> None:

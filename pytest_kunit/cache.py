@@ -1,0 +1,125 @@
+"""The small files the cache keeps between runs (case lists, suite durations): written atomically, validated on
+read, a damaged one discarded with a note rather than served."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .locking import cache_lock
+from .planning import CaseId, Durations
+
+LIST_FORMAT = 3
+
+
+class CacheWarning(UserWarning):
+    """A cache file was damaged and has been discarded: it will be rebuilt."""
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Readers see the old file or the whole new one, never a part (a crash mid-write leaves only a temp file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _read_json(path: Path, valid: Callable[[Any], bool]) -> Any | None:
+    """The file's JSON if it exists and `valid` accepts it; a damaged file is removed with a warning."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(text)
+        if valid(data):
+            return data
+    except (ValueError, TypeError, KeyError):
+        pass
+    warnings.warn(
+        CacheWarning(f"pytest-kunit: discarded the damaged cache file {path}; it will be rebuilt"), stacklevel=2
+    )
+    path.unlink(missing_ok=True)
+    return None
+
+
+@dataclass(frozen=True)
+class CaseList:
+    """What a complete `kunit.action=list` boot of one image said, and where each case is defined."""
+
+    cases: tuple[CaseId, ...]
+    locations: dict[str, tuple[str, int]]
+
+
+def _valid_list(data: Any) -> bool:
+    return (
+        isinstance(data, dict)
+        and data.get("format") == LIST_FORMAT
+        and all(
+            isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)
+            for pair in data["cases"]
+        )
+        and all(isinstance(where, list) and len(where) == 2 for where in data["locations"].values())
+    )
+
+
+def case_list_path(cache_dir: Path, digest: str) -> Path:
+    return cache_dir / "lists" / f"{digest}.json"
+
+
+def load_case_list(cache_dir: Path, digest: str) -> CaseList | None:
+    data = _read_json(case_list_path(cache_dir, digest), _valid_list)
+    if data is None:
+        return None
+    cases = tuple((suite, case) for suite, case in data["cases"])
+    locations = {name: (file, int(line)) for name, (file, line) in data["locations"].items()}
+    return CaseList(cases, locations)
+
+
+def save_case_list(cache_dir: Path, digest: str, listing: CaseList) -> None:
+    data = {"format": LIST_FORMAT, "cases": listing.cases, "locations": listing.locations}
+    write_atomically(case_list_path(cache_dir, digest), json.dumps(data))
+
+
+def _durations_file(cache_dir: Path, rootpath: Path) -> Path:
+    key = hashlib.sha256(str(rootpath).encode()).hexdigest()[:16]
+    return cache_dir / "durations" / f"{key}.json"
+
+
+def _valid_durations(data: Any) -> bool:
+    return isinstance(data, dict) and all(
+        isinstance(suites, dict) and all(isinstance(seconds, int | float) for seconds in suites.values())
+        for suites in data.values()
+    )
+
+
+def load_durations(cache_dir: Path, rootpath: Path) -> Durations:
+    """Suite run times measured by earlier runs of this project: the weights batches are balanced by."""
+    data = _read_json(_durations_file(cache_dir, rootpath), _valid_durations)
+    return data if data is not None else {}
+
+
+def save_durations(cache_dir: Path, rootpath: Path, measured: Durations) -> None:
+    """Merge this run's suite times in; only the process that plans for everyone (never an xdist worker) writes."""
+    if not measured:
+        return
+    path = _durations_file(cache_dir, rootpath)
+    with cache_lock(cache_dir, f"durations-{path.stem}"):
+        merged = load_durations(cache_dir, rootpath)
+        for kernel, suites in measured.items():
+            merged.setdefault(kernel, {}).update(suites)
+        write_atomically(path, json.dumps(merged, indent=1, sort_keys=True))

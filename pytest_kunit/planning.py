@@ -1,0 +1,128 @@
+"""Which selected cases go into which boot, and the kunit.filter_glob each boot gets: pure functions.
+
+Every process computes the same plan from the same inputs (the collected cases, the number of workers, the stored
+suite durations the controller hands to workers), so the xdist scheduler and the workers agree without talking.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from .options import Isolate
+
+CaseId = tuple[str, str]  # (suite, case)
+Durations = dict[str, dict[str, float]]  # kernel key -> suite -> seconds
+# A suite never timed before is assumed to take this long per case (TCG runs a typical case in tens of ms).
+ESTIMATED_CASE_SECONDS = 0.05
+# x86 keeps 2048 bytes of command line; leave room for the arguments the runner always passes.
+MAX_FILTER_LENGTH = 1600
+FRAGMENT_SUFFIX = "kunitconfig"  # `*.kunitconfig` and in-tree `.kunitconfig` files alike
+
+
+@dataclass(frozen=True)
+class PlannedCase:
+    """One selected kernel test case, as planning sees it."""
+
+    nodeid: str
+    kernel: str  # the key of the kernel that holds it (its fragment's node id): batches never mix kernels
+    suite: str
+    case: str
+
+
+def case_from_nodeid(nodeid: str) -> PlannedCase | None:
+    """A kunit case from its node id, for the xdist controller, which is given node ids and never items.
+
+    pytest-kunit builds every case's node id as `<fragment node id>::<suite>::<case>`, where the fragment's node id
+    ends in `kunitconfig`; every other process takes these fields from the items themselves.
+    """
+    fragment, _, rest = nodeid.partition("::")
+    suite, _, case = rest.partition("::")
+    if not fragment.endswith(FRAGMENT_SUFFIX) or not suite or not case or "::" in case:
+        return None
+    return PlannedCase(nodeid, fragment, suite, case)
+
+
+def plan_batches(
+    cases: Iterable[PlannedCase],
+    workers: int,
+    isolate: Isolate,
+    durations: Mapping[str, Mapping[str, float]] | None = None,
+) -> dict[str, str]:
+    """Map each case's node id to its batch: the cases one guest boots for.
+
+    Suites are never split unless isolate=case; with isolate=none each kernel's suites are dealt into at most
+    `workers` batches of about equal run time: a suite's measured seconds (`durations[kernel][suite]`, from earlier
+    runs), else an estimate from its number of cases.
+    """
+    by_kernel: dict[str, dict[str, list[str]]] = {}
+    plan: dict[str, str] = {}
+    for case in cases:
+        if isolate is Isolate.CASE:
+            plan[case.nodeid] = case.nodeid
+        elif isolate is Isolate.SUITE:
+            plan[case.nodeid] = f"{case.kernel}::{case.suite}"
+        else:
+            by_kernel.setdefault(case.kernel, {}).setdefault(case.suite, []).append(case.nodeid)
+    for kernel, suites in by_kernel.items():
+        measured = (durations or {}).get(kernel, {})
+        weights = {suite: measured.get(suite, len(ids) * ESTIMATED_CASE_SECONDS) for suite, ids in suites.items()}
+        bins = max(1, min(workers, len(suites)))
+        loads = [0.0] * bins
+        for suite in sorted(suites, key=lambda name: -weights[name]):  # stable: ties keep collection order
+            lightest = loads.index(min(loads))
+            loads[lightest] += weights[suite]
+            for nodeid in suites[suite]:
+                plan[nodeid] = f"{kernel}::batch{lightest}"
+    return plan
+
+
+def _glob_matches(glob: str, case: CaseId) -> bool:
+    suite_glob, _, case_glob = glob.partition(".")
+    return fnmatch.fnmatchcase(case[0], suite_glob) and fnmatch.fnmatchcase(case[1], case_glob or "*")
+
+
+def executed_cases(all_cases: Sequence[CaseId], kernel_filter: str | None) -> list[CaseId]:
+    """The cases a boot with this kunit.filter_glob runs, in the order it runs them."""
+    if kernel_filter is None:
+        return list(all_cases)
+    globs = kernel_filter.split(",")
+    return [case for case in all_cases if any(_glob_matches(glob, case) for glob in globs)]
+
+
+def list_filter(all_cases: Sequence[CaseId], wanted: Sequence[CaseId]) -> str | None:
+    """A comma-separated filter running exactly `wanted` (whole suites named once); None runs everything."""
+    wanted_set = set(wanted)
+    if wanted_set >= set(all_cases):
+        return None
+    suites: dict[str, list[CaseId]] = {}
+    for case in all_cases:
+        suites.setdefault(case[0], []).append(case)
+    entries: list[str] = []
+    for suite, cases in suites.items():
+        chosen = [case for case in cases if case in wanted_set]
+        if chosen and len(chosen) == len(cases):
+            entries.append(suite)
+        else:
+            entries.extend(f"{suite}.{case}" for _, case in chosen)
+    exact = ",".join(entries)
+    if len(exact) <= MAX_FILTER_LENGTH:
+        return exact
+    # Too long for the command line: run the touched suites whole and report only what was selected.
+    return ",".join(dict.fromkeys(case[0] for case in all_cases if case in wanted_set))
+
+
+def single_glob_filters(all_cases: Sequence[CaseId], wanted: Sequence[CaseId]) -> list[str | None]:
+    """For trees whose filter_glob takes one glob: one boot with no filter when everything is wanted, else one
+    boot per suite (exact when one case is wanted)."""
+    if set(wanted) >= set(all_cases):
+        return [None]
+    suites: dict[str, list[CaseId]] = {}
+    for case in wanted:
+        suites.setdefault(case[0], []).append(case)
+    filters: list[str | None] = []
+    for suite, cases in suites.items():
+        whole = [case for case in all_cases if case[0] == suite]
+        filters.append(f"{suite}.{cases[0][1]}" if len(cases) == 1 and len(whole) > 1 else suite)
+    return filters

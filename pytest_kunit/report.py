@@ -1,0 +1,66 @@
+"""What a user reads about a kernel test case: its failure paragraph, its parameters, why a boot ran nothing."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import ktap
+from .errors import BootError
+from .ktap import CaseResult, Status
+
+if TYPE_CHECKING:
+    from .qemu import BootRecord
+    from .runner import Outcome
+
+
+def params_text(result: CaseResult) -> str:
+    lines = []
+    for param in result.params:
+        suffix = f" # {param.reason}" if param.reason else ""
+        lines.append(f"{param.status.value:>10}  {param.name}{suffix}")
+    return "\n".join(lines) + "\n"
+
+
+_HEADLINES = {
+    Status.FAILED: "FAILED",
+    Status.CRASHED: "CRASHED: the test thread died",
+    Status.TIMED_OUT: "TIMED OUT",
+    Status.NO_RESULT: "NO RESULT: the kernel printed no result line for this case",
+}
+
+
+def render_failure(outcome: Outcome) -> str:
+    result = outcome.result
+    headline = f"{result.suite}.{result.case} {_HEADLINES.get(result.status, result.status.value.upper())}"
+    if result.location is not None:
+        headline += f" at {result.location.file}:{result.location.line}"
+    parts = [headline]
+    if outcome.error:
+        parts.append(outcome.error)
+    failing = [param for param in result.params if param.status not in (Status.PASSED, Status.SKIPPED)]
+    if failing:
+        parts.append("failing parameters: " + ", ".join(param.name for param in failing))
+    if result.diagnostics:
+        parts.append("\n".join(result.diagnostics))
+    if outcome.evidence and result.status is not Status.FAILED:
+        parts.append("kernel crash report:\n" + "\n".join(outcome.evidence))
+    parts.append(f"console: {outcome.console}")
+    return "\n".join(parts)
+
+
+def boot_failure(record: BootRecord) -> BootError:
+    """Why a boot printed no KTAP, with the console's tail."""
+    tail = "\n".join(record.console[-25:])
+    if any(ktap.is_panic(line) for line in record.console):
+        what = "The kernel panicked before KUnit started."
+    elif record.timed_out:
+        what = "The guest printed nothing for too long before KUnit started and was killed."
+    elif not record.console:
+        what = f"QEMU exited (status {record.exit_status}) without printing anything."
+    else:
+        what = "The guest's console has no KTAP output at all: KUnit did not run."
+    remedy = (
+        "check the kunitconfig enables CONFIG_KUNIT and a serial console, that the image boots under "
+        "QEMU, and read the console below."
+    )
+    return BootError(what, remedy, detail=f"Console tail:\n{tail}")

@@ -1,0 +1,128 @@
+"""The pipeline each kunitconfig fragment goes through in a session: tree -> configuration -> build -> case list."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from . import options
+from .arch import ARCHES, Arch
+from .build import BuildRequest, build
+from .cache import CaseList, load_case_list, save_case_list
+from .kconfig import read_fragment
+from .locking import cache_lock
+from .options import Settings, default_patch_dirs
+from .overlay import install, suite_dir_for
+from .progress import Progress
+from .runner import Kernel, Runner, Stats, list_cases
+from .sources import case_locations
+from .tree import PreparedTree, enclosing_tree, patch_files, prepare
+
+
+@dataclass(frozen=True)
+class TreeChoice:
+    """Which source a fragment is built from, with which patches, and why."""
+
+    source: Path
+    patch_dirs: tuple[Path, ...]
+    reason: str
+
+
+@dataclass
+class SessionState:
+    config: pytest.Config
+    settings: Settings
+    stats: Stats = field(default_factory=Stats)
+    runner: Runner = field(init=False)
+    locations: dict[str, dict[str, tuple[str, int]]] = field(default_factory=dict)
+    _trees: dict[tuple[Path, tuple[Path, ...], bool], PreparedTree] = field(default_factory=dict)
+    session: str = ""  # the run's id: xdist workers of one run share it, so they build once between them
+
+    def __post_init__(self) -> None:
+        self.runner = Runner(self.settings, self.stats, self._raw_sink() if self.settings.raw else None)
+
+    def _raw_sink(self) -> Callable[[str], None]:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+
+        def sink(line: str) -> None:
+            if reporter is not None:
+                reporter.write_line(f"[guest] {line}")
+
+        return sink
+
+    @property
+    def arch(self) -> Arch:
+        return ARCHES[self.settings.arch]
+
+    def tree_choice(self, fragment: Path) -> TreeChoice:
+        """--kunit-kernel-src if given; else the kernel tree the fragment lies in; else the packaged tarball.
+
+        Our series is written for the packaged tarball: it is applied by default there and nowhere else.
+        """
+        settings = self.settings
+        if settings.kernel_src is not None:
+            source, reason = settings.kernel_src, "--kunit-kernel-src"
+        else:
+            inside = enclosing_tree(fragment)
+            default = options.DEFAULT_TARBALL
+            source, reason = (inside, "the tree the fragment lies in") if inside else (default, "default")
+        patches = settings.patch_dirs
+        if patches is None:
+            patches = default_patch_dirs() if source == options.DEFAULT_TARBALL else ()
+        return TreeChoice(source, patches, reason)
+
+    def describe(self, choice: TreeChoice) -> str:
+        count = len(patch_files(choice.patch_dirs))
+        patches = f"{count} patches from {', '.join(map(str, choice.patch_dirs))}" if count else "no patches"
+        return f"kernel tree {choice.source} ({choice.reason}), {patches}, arch {self.settings.arch}"
+
+    def tree(self, choice: TreeChoice, writable: bool) -> PreparedTree:
+        """The prepared tree, once per session; `writable` when out-of-tree suites must be placed into it."""
+        key = (choice.source, choice.patch_dirs, writable)
+        if key not in self._trees:
+            self._trees[key] = prepare(choice.source, choice.patch_dirs, self.settings.cache_dir, writable)
+            Progress(self.config).done(self.describe(choice))
+        return self._trees[key]
+
+    def kernel_for(self, path: Path, key: str) -> Kernel:
+        """Build (at most once) and list the kernel a kunitconfig file describes; `key` is its node id."""
+        fragment = read_fragment(path)
+        suite = suite_dir_for(path)
+        tree = self.tree(self.tree_choice(path), writable=suite is not None)
+        if suite is not None:
+            with cache_lock(self.settings.cache_dir, f"src-{tree.key}"):
+                install(tree.path, suite)
+        progress = Progress(self.config)
+        request = BuildRequest(
+            tree,
+            fragment,
+            self.arch,
+            self.settings.jobs,
+            self.settings.cache_dir,
+            extra_key=suite.digest() if suite else "",
+            session=self.session,
+        )
+        result = build(request, progress)
+        if result.ran_make:
+            self.stats.builds += 1
+            self.stats.build_seconds += result.seconds
+            progress.done(f"built {path.name} in {result.seconds:.1f} s (log: {result.log})")
+        listing = self._listing(tree, result.build_dir, result.image, result.image_digest)
+        self.locations[key] = listing.locations
+        return Kernel(key, result, self.arch, tree.features, tree.path, listing.cases)
+
+    def _listing(self, tree: PreparedTree, build_dir: Path, image: Path, digest: str) -> CaseList:
+        """The image's cases (from a kunit.action=list boot) and their C locations, cached by image hash."""
+        cache_dir = self.settings.cache_dir
+        with cache_lock(cache_dir, f"list-{digest}"):
+            listing = load_case_list(cache_dir, digest)
+            if listing is None:
+                listing = CaseList(list_cases(self.runner, image, self.arch), case_locations(tree.path, build_dir))
+                save_case_list(cache_dir, digest, listing)
+            return listing
+
+
+STATE = pytest.StashKey[SessionState]()

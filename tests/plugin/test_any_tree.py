@@ -1,0 +1,106 @@
+"""Fragments wherever users keep them: outside the rootdir, inside a kernel tree, named by their directory."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .conftest import KUNITCONFIG, FakeKernel
+
+
+def without_source(arguments: list[str]) -> list[str]:
+    return [arg for arg in arguments if not arg.startswith("--kunit-kernel-src")]
+
+
+def outside(fake_kernel: FakeKernel, project: pytest.Pytester, *extra: str) -> list[str]:
+    return fake_kernel.options(f"--rootdir={project.path}", *extra)
+
+
+def test_fragment_outside_the_rootdir_runs_with_a_readable_node_id(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path
+) -> None:
+    # As when `--kunit-patches /project/kernel-patches` makes pytest choose that project as the rootdir.
+    project.makeini("[pytest]\n")
+    elsewhere = tmp_path / "my work" / "mine.kunitconfig"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(KUNITCONFIG)
+    listed = project.runpytest(*outside(fake_kernel, project, "--collect-only", "-q", str(elsewhere)))
+    listed.stdout.fnmatch_lines([f"{elsewhere.as_posix()}::example::example_simple_test"])
+    result = project.runpytest(*outside(fake_kernel, project, "-rA", str(elsewhere)))
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    # The node id works as an argument: exactly that case boots.
+    nodeid = f"{elsewhere}::example::example_simple_test"
+    result = project.runpytest(*outside(fake_kernel, project, nodeid))
+    result.assert_outcomes(passed=1)
+    assert fake_kernel.filters()[-1] == "example.example_simple_test"
+
+
+def test_two_outside_fragments_of_one_name_are_two_kernels(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path
+) -> None:
+    project.makeini("[pytest]\n")
+    first, second = tmp_path / "a" / "x.kunitconfig", tmp_path / "b" / "x.kunitconfig"
+    for fragment in (first, second):
+        fragment.parent.mkdir()
+        fragment.write_text(KUNITCONFIG)
+    result = project.runpytest(*outside(fake_kernel, project, "-k", "example_simple_test", str(first), str(second)))
+    result.assert_outcomes(passed=2)
+    result.stdout.no_fnmatch_line("*AssertionError*")
+
+
+def test_fragment_outside_the_rootdir_under_xdist(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path
+) -> None:
+    project.makeini("[pytest]\n")
+    elsewhere = tmp_path / "mine.kunitconfig"
+    elsewhere.write_text(KUNITCONFIG)
+    result = project.runpytest(*outside(fake_kernel, project, "-n", "2", str(elsewhere)))
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+
+
+@pytest.fixture
+def in_tree(fake_kernel: FakeKernel) -> Path:
+    """The fake tree holding its own lib/kunit/.kunitconfig, as upstream trees do."""
+    fragment = fake_kernel.tree / "lib" / "kunit" / ".kunitconfig"
+    fragment.write_text(KUNITCONFIG)
+    return fragment
+
+
+@pytest.mark.parametrize("named", ["file", "directory"])
+def test_in_tree_fragment_builds_the_tree_it_lies_in(
+    project: pytest.Pytester, fake_kernel: FakeKernel, in_tree: Path, named: str
+) -> None:
+    argument = in_tree if named == "file" else in_tree.parent
+    result = project.runpytest(*without_source(fake_kernel.options("-rA", str(argument))))
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    result.stdout.fnmatch_lines([f"kunit: kernel tree {fake_kernel.tree} (the tree the fragment lies in), no patches*"])
+
+
+def test_in_tree_run_from_inside_the_tree(pytester: pytest.Pytester, fake_kernel: FakeKernel, in_tree: Path) -> None:
+    """`cd ~/linux && pytest --kunit lib/kunit/`, with no ini file anywhere."""
+    arguments = without_source(fake_kernel.options("lib/kunit/"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(fake_kernel.tree)
+        result = pytester.runpytest_subprocess(*arguments, "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["lib/kunit/.kunitconfig::example::example_simple_test"])
+
+
+def test_default_series_is_never_looked_up_beside_the_rootdir(
+    pytester: pytest.Pytester, fake_kernel: FakeKernel, in_tree: Path
+) -> None:
+    """A project with a kernel-patches/ directory does not get it applied to a user's tree."""
+    series = pytester.mkdir("kernel-patches")
+    shutil.copy(
+        Path(__file__).parent.parent
+        / "data"
+        / "patches"
+        / "failing"
+        / next(path.name for path in (Path(__file__).parent.parent / "data" / "patches" / "failing").iterdir()),
+        series,
+    )
+    pytester.makefile(".kunitconfig", kunit=KUNITCONFIG)
+    result = pytester.runpytest(*without_source(fake_kernel.options(str(in_tree))))
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    result.stdout.fnmatch_lines(["*no patches*"])
