@@ -1,9 +1,25 @@
 """Streaming parser for the KTAP / TAP output KUnit prints on the kernel console.
 
 The parser is a pure function of the lines it is fed: it never raises on bad input and it only reports a case as
-passed when that case's own ``ok`` line was seen.  It accepts both dialects 6.1 kernels print (``TAP version 14`` with
-``ok 1 - name`` and ``KTAP version 1`` with ``ok 1 name``), any indentation (including none), ``[    1.234]``
-timestamps and unrelated printk lines interleaved with the results.
+passed when that case's own ``ok`` line was seen.  What it reads (line grammar in ``ktap_lines``):
+
+* ``TAP version 14`` and ``KTAP version N`` headers, results with or without ``- `` before the name, any
+  indentation (including none), printk prefixes (``[    1.234]``, ``[    1.234][    T1]``, ``[    1.234][    C0]``)
+  and unrelated printk lines anywhere.
+* Suites opened by ``# Subtest: name`` (with or without their own version line, before or after it), and suites
+  opened by an indented version line alone, as Documentation/dev-tools/ktap.rst nests them.  Such a suite's name is
+  only known from its closing line, so no event names it before then: its ``SuiteStarted``, its cases and its
+  ``SuiteFinished`` are all emitted when that line arrives.  A nested block with neither indentation nor
+  ``# Subtest:`` cannot be told from a repeated header and is not read.
+* Parameterised cases in every form 5.11..6.12 print: ``# case: ok 1 - param`` diagnostics (5.11-5.15), a nested
+  ``# Subtest: case`` block (5.16+), with ``KTAP version 1`` (6.0+) and ``1..N`` (later).  Such a case fails if any
+  parameter failed; a nested block that ran no parameter is skipped, like pytest's empty parameter set.
+* Attributes (6.6+): ``# speed: slow`` / ``# module: m`` / ``# is_init: true`` after a suite's header, and
+  ``# case.speed: slow`` before a case's result, recorded as each case's effective attributes (its own, else its
+  suite's: how KUnit filters on them); the same lines after ``kunit.action=list_attr``'s ``suite.case`` lines.
+* Directives: ``# SKIP`` skips (even on ``not ok``); ``# XFAIL``, and ``# TODO`` on ``not ok``, are expected
+  failures (XFAIL), while ``ok ... # TODO`` passed; ``# TIMEOUT`` times out and ``# ERROR`` fails whatever the
+  result word says.  Text after ``#`` that opens with no directive is only a reason.
 """
 
 from __future__ import annotations
@@ -11,18 +27,11 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-_TIMESTAMP = re.compile(r"^\[\s*\d+\.\d+\]\s?")
-_VERSION = re.compile(r"^(?:K?TAP) version \d+\s*$")
-_PLAN = re.compile(r"^1\.\.(\d+)\s*$")
-_SUBTEST = re.compile(r"^# Subtest: (?P<name>.*?)\s*$")
-_RESULT = re.compile(
-    r"^(?P<ok>not ok|ok) (?P<number>\d+)(?: -)?(?: (?P<name>[^#]*?))?\s*"
-    r"(?:#\s*(?P<directive>\w+)\b\s?(?P<reason>.*?))?\s*$"
-)
+from . import ktap_lines as grammar
+
 _LOCATION = re.compile(r"(?:FAILED|failed) at (?P<file>[\w./+-]+):(?P<line>\d+)")
-_LISTED = re.compile(r"^(?P<suite>[^\s#]+)\.(?P<case>[A-Za-z_]\w*)$")
 
 # Lines the kernel prints when something died: the start of an oops, BUG or panic report.
 _FAULT = re.compile(
@@ -34,6 +43,8 @@ _PANIC = re.compile(r"Kernel panic - not syncing")
 _CRASHED_DIAGNOSTIC = re.compile(r"# \S+: test case crashed\b")
 _TIMED_OUT_DIAGNOSTIC = re.compile(r"# \S+: (?:try timed out|test case timed out)\b")
 
+Attributes = tuple[tuple[str, str], ...]
+
 
 class Status(enum.Enum):
     """The outcome of one kernel test case, as the console told it."""
@@ -41,6 +52,7 @@ class Status(enum.Enum):
     PASSED = "passed"
     FAILED = "failed"
     SKIPPED = "skipped"
+    XFAIL = "xfailed"  # failed, and its result line said that was expected (KTAP's XFAIL and TODO)
     CRASHED = "crashed"
     TIMED_OUT = "timed out"
     NO_RESULT = "no result"
@@ -70,6 +82,7 @@ class CaseResult:
     reason: str = ""
     diagnostics: tuple[str, ...] = ()
     params: tuple[ParamResult, ...] = ()
+    attributes: Attributes = ()  # (name, value) in print order: the case's own, else its suite's
 
     @property
     def location(self) -> Location | None:
@@ -95,19 +108,28 @@ class SuiteStarted:
 class SuiteFinished:
     suite: str
     status: Status
+    attributes: Attributes = ()  # the suite's own, printed after its header
 
 
 @dataclass(frozen=True)
 class Listed:
-    """A `suite.case` line outside any suite: what a `kunit.action=list` boot prints for each case it holds."""
+    """A `suite.case` line outside any suite: what a `kunit.action=list` boot prints for each case it holds.
+
+    After `kunit.action=list_attr` it carries the case's effective attributes, so it is emitted when the line after
+    its attribute lines arrives (or the console ends).
+    """
 
     suite: str
     case: str
+    attributes: Attributes = ()
 
 
 @dataclass(frozen=True)
 class Unfinished:
-    """The console ended inside a suite: the lines logged since that suite's last result."""
+    """The console ended inside a suite: the lines logged since that suite's last result.
+
+    `suite` is "" for a suite opened without `# Subtest:`, whose name its missing closing line would have given.
+    """
 
     suite: str
     log: tuple[str, ...]
@@ -118,21 +140,40 @@ Event = KtapStarted | SuiteStarted | SuiteFinished | CaseResult | Listed | Unfin
 
 @dataclass
 class _Group:
-    """An open `# Subtest:` block: the root, a suite, or a parameterised case."""
+    """An open block: the root, a suite, a parameterised case, or a parameter with parameters of its own."""
 
-    name: str
+    name: str | None  # None until a `# Subtest:` or the closing line names it
     indent: int
-    indent_known: bool
+    indent_known: bool  # deeper than its parent, so a shallower result line closes it
+    versioned: bool = False  # its own version line was seen
     pending: list[str] = field(default_factory=list)
     params: list[ParamResult] = field(default_factory=list)
+    cases: list[CaseResult] = field(default_factory=list)  # held back while the suite has no name
+    attributes: dict[str, str] = field(default_factory=dict)
     planned: int | None = None
     results: int = 0
 
+    @property
+    def fresh(self) -> bool:
+        """Nothing but its header yet: its name, version line or attributes may still follow."""
+        return self.planned is None and not self.results
+
+
+@dataclass
+class _Listing:
+    suite: str
+    case: str
+    attributes: dict[str, str]
+
 
 def _status(ok: bool, directive: str | None, diagnostics: Iterable[str]) -> Status:
-    if directive and directive.upper() == "SKIP":
+    if directive == "SKIP":
         return Status.SKIPPED
-    if ok:
+    if directive == "XFAIL" or (directive == "TODO" and not ok):
+        return Status.XFAIL
+    if directive == "TIMEOUT":
+        return Status.TIMED_OUT
+    if ok and directive != "ERROR":
         return Status.PASSED
     lines = list(diagnostics)
     if any(_CRASHED_DIAGNOSTIC.search(line) for line in lines):
@@ -148,77 +189,150 @@ def _worst(statuses: Iterable[Status]) -> Status | None:
     return next((status for status in order if status in seen), None)
 
 
+def _with_params(status: Status, params: Iterable[ParamResult]) -> Status:
+    """A parameterised case fails if any parameter failed, whatever its own line says (unless it skipped)."""
+    if status is Status.PASSED or status is Status.FAILED:
+        return _worst(param.status for param in params) or status
+    return status
+
+
+def _old_params(name: str, lines: list[str]) -> list[ParamResult]:
+    """The `# name: ok 1 - param` lines of a 5.11-5.15 case, each with the lines logged since the previous one."""
+    params: list[ParamResult] = []
+    since: list[str] = []
+    for line in lines:
+        found = grammar.old_param(line.strip())
+        if found and found[0] == name:
+            param = found[1]
+            status = _status(param.ok, param.directive, since)
+            params.append(ParamResult(param.name, status, param.reason, tuple(since)))
+            since = []
+        else:
+            since.append(line)
+    return params
+
+
 class KtapParser:
     """Feed console lines one at a time; each call returns the events that line completed."""
 
     def __init__(self) -> None:
         self._stack: list[_Group] = []
+        self._listing: _Listing | None = None
+        self._listed_suite: tuple[str, dict[str, str]] = ("", {})
         self.started = False
 
     def feed(self, raw: str) -> list[Event]:
-        line = _TIMESTAMP.sub("", raw.rstrip("\r\n").replace("\r", ""))
+        line = grammar.clean(raw)
         content = line.lstrip(" \t")
         indent = len(line) - len(content)
         events: list[Event] = []
 
-        if _VERSION.match(content):
+        if self._listing is not None:
+            attribute = grammar.case_attribute(content)
+            if attribute and attribute[0] == self._listing.case:
+                self._listing.attributes[attribute[1]] = attribute[2]
+                return events
+            events.append(self._listed())
+
+        if grammar.is_version(content):
             if not self.started:
                 self.started = True
                 events.append(KtapStarted())
-            if not self._stack:
-                self._stack.append(_Group("", indent, indent_known=False))
+            self._version(indent)
             return events
-        if not self.started:
-            return events
-
-        subtest = _SUBTEST.match(content)
-        if subtest:
-            if not self._stack:
-                self._stack.append(_Group("", 0, indent_known=False))
-            parent = self._stack[-1]
-            if parent.name == subtest["name"] and parent.indent == indent and not (parent.results or parent.pending):
-                return events  # the same header echoed twice
-
-            group = _Group(subtest["name"], indent, indent_known=indent > parent.indent)
-            self._stack.append(group)
-            if len(self._stack) == 2:
-                events.append(SuiteStarted(group.name))
+        if not self._stack:
             return events
 
-        plan = _PLAN.match(content)
-        if plan:
-            if self._stack and self._stack[-1].planned is None and not self._stack[-1].results:
-                self._stack[-1].planned = int(plan.group(1))
+        name = grammar.subtest(content)
+        if name is not None:
+            return events + self._subtest(name, indent)
+        count = grammar.plan(content)
+        if count is not None:
+            top = self._stack[-1]
+            if top.planned is None and not top.results:
+                top.planned = count
+            return events
+        result = grammar.result(content)
+        if result is not None:
+            return events + self._result(result, indent)
+        if len(self._stack) == 1:
+            self._top_level(content)
             return events
 
-        result = _RESULT.match(content)
-        if result and self._stack:
-            events.extend(self._result(result, indent))
+        top = self._stack[-1]
+        suite_attribute = grammar.suite_attribute(content)
+        if suite_attribute and len(self._stack) == 2 and top.fresh:
+            top.attributes[suite_attribute[0]] = suite_attribute[1]
             return events
-
-        listed = _LISTED.match(content.rstrip()) if len(self._stack) == 1 else None
-        if listed:
-            events.append(Listed(listed["suite"], listed["case"]))
-        if self._stack:
-            # Dedent by the suite's indentation, so nested lines keep their own steps.
-            base = self._stack[1].indent if len(self._stack) > 1 else self._stack[-1].indent
-            self._stack[-1].pending.append(line[min(indent, base) :])
+        # Dedent by the suite's indentation, so nested lines keep their own steps.
+        top.pending.append(line[min(indent, self._stack[1].indent) :])
         return events
 
     def finish(self) -> list[Event]:
         """The console ended: report the innermost open suite, if any, as unfinished."""
-        events: list[Event] = []
+        events: list[Event] = [self._listed()] if self._listing else []
         if len(self._stack) >= 2:
             suite = self._stack[1]
             log = [line for group in self._stack[1:] for line in group.pending]
-            events.append(Unfinished(suite.name, tuple(log)))
+            events.append(Unfinished(suite.name or "", tuple(log)))
         self._stack.clear()
         return events
+
+    def _listed(self) -> Listed:
+        assert self._listing is not None
+        listing, self._listing = self._listing, None
+        return Listed(listing.suite, listing.case, tuple(listing.attributes.items()))
+
+    def _top_level(self, content: str) -> None:
+        """A line outside any suite: a `kunit.action=list` boot's suite, case and attribute lines, or noise."""
+        suite, attributes = self._listed_suite
+        attribute = grammar.suite_attribute(content)
+        if attribute:
+            attributes[attribute[0]] = attribute[1]
+            return
+        listed = grammar.listed(content)
+        if listed:
+            inherited = dict(attributes) if listed[0] == suite else {}
+            self._listing = _Listing(listed[0], listed[1], inherited)
+            return
+        bare = grammar.bare_name(content)
+        if bare:
+            self._listed_suite = (bare, {})
+
+    def _version(self, indent: int) -> None:
+        if not self._stack:
+            self._stack.append(_Group("", indent, indent_known=False, versioned=True))
+            return
+        top = self._stack[-1]
+        if len(self._stack) > 1 and top.name is not None and not top.versioned and top.fresh:
+            # `# Subtest: name` came first and this is the same block's own version line.
+            top.versioned = True
+            if indent > top.indent:
+                top.indent, top.indent_known = indent, indent > self._stack[-2].indent
+            return
+        if indent > top.indent:
+            self._stack.append(_Group(None, indent, indent_known=True, versioned=True))
+        # Otherwise a repeated header (a module's tests starting, an echo): nothing opens.
+
+    def _subtest(self, name: str, indent: int) -> list[Event]:
+        top = self._stack[-1]
+        if len(self._stack) > 1 and top.fresh and top.indent == indent and top.name in (None, name):
+            if top.name is None:  # the version line that opened this block is followed by its name
+                top.name = name
+                return [SuiteStarted(name)] if len(self._stack) == 2 else []
+            return []  # the same header echoed twice
+        self._stack.append(_Group(name, indent, indent_known=indent > top.indent))
+        return [SuiteStarted(name)] if len(self._stack) == 2 else []
 
     def _closing_depth(self, name: str, indent: int) -> int | None:
         """Index in the stack of the open group this result line closes, if it closes one."""
         for depth in range(len(self._stack) - 1, 0, -1):
             group = self._stack[depth]
+            if group.name is None:
+                # Unnamed: closed by the first result at its parent's level, whatever it is called.
+                if self._stack[depth - 1].indent <= indent < group.indent:
+                    return depth
+                continue
             if group.name != name or (group.indent_known and indent >= group.indent):
                 continue
             if not group.indent_known and group.planned is not None and group.results < group.planned:
@@ -226,38 +340,70 @@ class KtapParser:
             return depth
         return None
 
-    def _result(self, match: re.Match[str], indent: int) -> list[Event]:
-        ok = match["ok"] == "ok"
-        name = (match["name"] or "").strip()
-        directive = match["directive"]
-        reason = (match["reason"] or "").strip() if directive else ""
-        depth = self._closing_depth(name, indent)
+    def _result(self, result: grammar.Result, indent: int) -> list[Event]:
+        depth = self._closing_depth(result.name, indent)
+        if depth is not None:
+            return self._close(depth, result)
+        top = self._stack[-1]
+        if len(self._stack) == 1:
+            return []  # a result outside any suite is no case (kselftest's plain tests, a suite that failed to init)
+        top.results += 1
+        diagnostics, top.pending = top.pending, []
+        if len(self._stack) == 2:
+            return self._case(top, result, diagnostics, [])
+        status = _status(result.ok, result.directive, diagnostics)
+        top.params.append(ParamResult(result.name, status, result.reason, tuple(diagnostics)))
+        return []
 
-        if depth is None:
-            top = self._stack[-1]
-            top.results += 1
-            diagnostics = tuple(top.pending)
-            top.pending.clear()
-            status = _status(ok, directive, diagnostics)
-            if len(self._stack) == 2:
-                return [CaseResult(top.name, name, status, reason, diagnostics)]
-            if len(self._stack) >= 3:
-                top.params.append(ParamResult(name, status, reason, diagnostics))
-            return []
-
+    def _close(self, depth: int, result: grammar.Result) -> list[Event]:
         closed = self._stack[depth]
         del self._stack[depth:]
+        parent = self._stack[-1]
+        parent.results += 1
         if depth == 1:
-            return [SuiteFinished(closed.name, _status(ok, directive, closed.pending))]
-        suite = self._stack[1].name
-        diagnostics = tuple(line for param in closed.params for line in param.diagnostics) + tuple(closed.pending)
-        status = _status(ok, directive, diagnostics)
-        if status is Status.PASSED or status is Status.FAILED:
-            # A parameterised case fails if any parameter failed, whatever its own line says.
-            status = _worst(param.status for param in closed.params) or status
-        self._stack[-1].pending.clear()
-        self._stack[-1].results += 1
-        return [CaseResult(suite, closed.name, status, reason, diagnostics, tuple(closed.params))]
+            return self._suite_finished(closed, result)
+        # Lines logged before the block opened, then each parameter's, then those after the last parameter.
+        diagnostics = [*parent.pending, *(line for param in closed.params for line in param.diagnostics)]
+        diagnostics += closed.pending
+        parent.pending = []
+        if depth == 2:
+            return self._case(parent, result, diagnostics, closed.params, nested=True)
+        status = _with_params(_status(result.ok, result.directive, diagnostics), closed.params)
+        parent.params.append(ParamResult(result.name, status, result.reason, tuple(diagnostics)))
+        return []
+
+    def _case(
+        self, suite: _Group, result: grammar.Result, lines: list[str], params: list[ParamResult], nested: bool = False
+    ) -> list[Event]:
+        attributes = dict(suite.attributes)
+        diagnostics: list[str] = []
+        for line in lines:
+            attribute = grammar.case_attribute(line.strip())
+            if attribute and attribute[0] == result.name:
+                attributes[attribute[1]] = attribute[2]
+            else:
+                diagnostics.append(line)
+        if not nested:
+            params = _old_params(result.name, diagnostics)
+        status = _with_params(_status(result.ok, result.directive, diagnostics), params)
+        reason = result.reason
+        if nested and not params and status is Status.PASSED:
+            status, reason = Status.SKIPPED, reason or "no parameter ran"
+        case = CaseResult(
+            suite.name or "", result.name, status, reason, tuple(diagnostics), tuple(params), tuple(attributes.items())
+        )
+        if suite.name is None:
+            suite.cases.append(case)
+            return []
+        return [case]
+
+    def _suite_finished(self, closed: _Group, result: grammar.Result) -> list[Event]:
+        status = _status(result.ok, result.directive, closed.pending)
+        finished = SuiteFinished(closed.name or result.name, status, tuple(closed.attributes.items()))
+        if closed.name is not None:
+            return [finished]
+        # A suite opened by its version line alone: its closing line has just named it.
+        return [SuiteStarted(finished.suite), *(replace(case, suite=finished.suite) for case in closed.cases), finished]
 
 
 def parse(lines: Iterable[str]) -> Iterator[Event]:
@@ -290,7 +436,7 @@ def fault_lines(lines: Iterable[str]) -> list[str]:
 def since_last_result(lines: list[str]) -> list[str]:
     """The lines after the last `ok`/`not ok` line (all of them if there is none)."""
     for index in range(len(lines) - 1, -1, -1):
-        if _RESULT.match(_TIMESTAMP.sub("", lines[index]).strip()):
+        if grammar.result(grammar.clean(lines[index]).strip()):
             return lines[index + 1 :]
     return list(lines)
 

@@ -259,9 +259,9 @@ def test_tap14_dialect_with_dashes() -> None:
     )
     assert case(events, "list-kunit-test", "list_test_list_del").reason == "not applicable here"
     assert case(events, "example", "example_skip_test").reason == "this test should be skipped"
-    # Pre-KTAP kernels printed parameters as diagnostics: they stay diagnostics, never results.
+    # 5.11-5.15 printed parameters as diagnostics of their case: they are its parameters, and stay diagnostics too.
     old_params = case(events, "example", "example_params_test")
-    assert old_params.params == ()
+    assert old_params.params == (ParamResult("value 1", P, "", ()), ParamResult("value 2", P, "", ()))
     assert old_params.diagnostics == (
         "# example_params_test: ok 1 - value 1",
         "# example_params_test: ok 2 - value 2",

@@ -1,7 +1,7 @@
 """Hypothesis fuzzing of the console parser with mangled versions of real and synthetic consoles.
 
 Two properties: the parser never raises, and it never reports a case PASSED unless a line fed to it was an `ok`
-result line naming exactly that case.
+result line naming exactly that case (for a parameter, also a 5.11-5.15 `# case: ok N - param` line).
 """
 
 from __future__ import annotations
@@ -24,13 +24,15 @@ KTAP_PARTS = [
 CORPUS = sorted({line for lines in CONSOLES for line in lines})
 KTAP_WORDS = ["ok", "not ok", "1", "2", "-", "#", "SKIP", "# Subtest:", "KTAP version 1", "TAP version 14", "1..3"]
 KTAP_WORDS += ["example", "example_simple_test", "value 1", "    ", "\t", "[    1.000000]", "\r", "test case crashed"]
+KTAP_WORDS += ["[    0.5][    T1]", "# example_simple_test.speed: slow", "# module: m", "# XFAIL", "# TODO"]
 
 # No example database: the run leaves nothing behind in the repository.
 FUZZ = settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
-_STAMP = re.compile(r"^\[\s*\d+\.\d+\]\s?")
+_STAMP = re.compile(r"^(?:\[\s*\d+\.\d+\])?(?:\[\s*[TC]\d+\])?")
 _OK_NUMBER = re.compile(r"ok \d+", re.DOTALL)
 _DIRECTIVE = re.compile(r"#\s*(\w+)")
+_OLD_PARAM_PREFIX = re.compile(r"#\s*\S+: ")
 
 
 def passing_name(line: str) -> str | None:
@@ -38,7 +40,8 @@ def passing_name(line: str) -> str | None:
 
     Written from the KTAP/TAP grammar (`ok N name`, `ok N - name`, `# DIRECTIVE reason`), independently of the
     parser's regular expressions, after the same console clean-up the parser documents: carriage returns dropped,
-    one leading `[ seconds.fraction]` timestamp removed, leading spaces and tabs ignored.
+    one leading printk prefix (`[ seconds.fraction]`, `[ T1]`/`[ C0]` caller id, or both) removed, leading spaces and
+    tabs ignored.
     """
     text = line.rstrip("\r\n").replace("\r", "")
     text = _STAMP.sub("", text, count=1).lstrip(" \t")
@@ -60,15 +63,23 @@ def passing_name(line: str) -> str | None:
     return None  # "ok 1foo", "ok 1\tfoo": not a result line
 
 
+def old_style_param_name(line: str) -> str | None:
+    """The parameter a 5.11-5.15 `# case: ok N - param` diagnostic passes, or None."""
+    text = _STAMP.sub("", line.rstrip("\r\n").replace("\r", ""), count=1).lstrip(" \t")
+    prefix = _OLD_PARAM_PREFIX.match(text)
+    return passing_name(text[prefix.end() :]) if prefix else None
+
+
 def passed_without_ok_line(lines: list[str]) -> list[ktap.CaseResult | ktap.ParamResult]:
     """Every case or parameter reported PASSED although no line fed was a non-SKIP `ok` line with its exact name."""
     named = {passing_name(line) for line in lines}
+    param_named = named | {old_style_param_name(line) for line in lines}
     events = list(ktap.parse(lines))
     results = [event for event in events if isinstance(event, ktap.CaseResult)]
     offenders: list[ktap.CaseResult | ktap.ParamResult] = []
     offenders += [r for r in results if r.status is ktap.Status.PASSED and r.case not in named]
     params = [param for result in results for param in result.params]
-    offenders += [p for p in params if p.status is ktap.Status.PASSED and p.name not in named]
+    offenders += [p for p in params if p.status is ktap.Status.PASSED and p.name not in param_named]
     return offenders
 
 
@@ -103,6 +114,8 @@ def check(lines: list[str]) -> None:
         ("    ok 1 foo # SKIP why", None),
         ("    ok 1 foo #skip", None),
         ("    not ok 2 example_failing_test", None),
+        ("[    0.060000][    T1]     ok 1 caller", "caller"),
+        ("[    C0] ok 1 cpu", "cpu"),
         ("    # example: ok 1 - value 1", None),
         ("okay 1 x", None),
         ("ok x name", None),
@@ -111,6 +124,20 @@ def check(lines: list[str]) -> None:
 )
 def test_oracle_names(line: str, name: str | None) -> None:
     assert passing_name(line) == name
+
+
+@pytest.mark.parametrize(
+    ("line", "name"),
+    [
+        ("    # example_params_test: ok 1 - value 1", "value 1"),
+        ("[    1.5]     # pc: ok 2 - value 2 # TODO x", "value 2"),
+        ("    # pc: not ok 2 - value 2", None),
+        ("    # pc: ok 3 - skipped # SKIP", None),
+        ("    ok 1 value 1", None),
+    ],
+)
+def test_oracle_old_style_param_names(line: str, name: str | None) -> None:
+    assert old_style_param_name(line) == name
 
 
 def test_oracle_catches_a_pass_with_no_ok_line(monkeypatch: pytest.MonkeyPatch) -> None:
