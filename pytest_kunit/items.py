@@ -135,6 +135,8 @@ class KunitCase(pytest.Item):
             return
         if result.status is Status.SKIPPED:
             raise pytest.skip.Exception(result.reason or "skipped by the kernel", _use_item_location=True)
+        if result.status is Status.XFAIL:
+            raise pytest.xfail.Exception(result.reason or "the kernel expected this case to fail")
         self._attach_console()
         raise KunitCaseError(self.outcome)
 
