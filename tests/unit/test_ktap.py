@@ -26,6 +26,7 @@ F = Status.FAILED
 S = Status.SKIPPED
 C = Status.CRASHED
 T = Status.TIMED_OUT
+X = Status.XFAIL
 
 
 def lines_of(name: str) -> list[str]:
@@ -446,7 +447,7 @@ def test_every_console_every_passed_case_has_its_ok_line(name: str) -> None:
     lines = lines_of(name)
     for result in cases(list(ktap.parse(lines))):
         if result.status is P:
-            ok_line = re.compile(rf"(?:^|\]\s*)ok \d+ (?:- )?{re.escape(result.case)}$")
+            ok_line = re.compile(rf"(?:^|\]\s*)ok \d+ (?:- )?{re.escape(result.case)}(?: #(?!\s*SKIP).*)?$")
             assert any(ok_line.search(line.strip()) for line in lines), result
 
 
@@ -463,6 +464,138 @@ def test_results_stream_as_soon_as_their_line_arrives() -> None:
     ]
     assert parser.feed("ok 1 example") == [SuiteFinished("example", P)]
     assert parser.finish() == []
+
+
+# --- printk prefixes, nesting forms, parameters, attributes, directives ----------------------------------------------
+
+
+def test_caller_id_prefixes_on_every_line() -> None:
+    events = events_of("synthetic-caller-prefix-6.12.log")
+    assert skeleton(events) == [
+        ("start",),
+        ("suite", "caller-suite"),
+        ("case", "caller-suite", "caller_first", "passed"),
+        ("case", "caller-suite", "caller_fail", "failed"),
+        ("case", "caller-suite", "caller_params", "passed"),
+        ("case", "caller-suite", "caller_slow", "passed"),
+        ("end", "caller-suite", "failed"),
+        ("suite", "caller-init"),
+        ("case", "caller-init", "caller_init_case", "passed"),
+        ("end", "caller-init", "passed"),
+    ]
+    failing = case(events, "caller-suite", "caller_fail")
+    assert failing.location == Location("lib/caller-test.c", 21)
+    # The line printed from interrupt context ([ C0]) is noise among the case's lines, without its prefix.
+    assert failing.diagnostics == (
+        "clocksource: timekeeping watchdog on CPU0: Marking clocksource 'tsc' as unstable",
+        "# caller_fail: EXPECTATION FAILED at lib/caller-test.c:21",
+        "Expected x == 1, but",
+        "    x == 0",
+    )
+    # 6.12 and later print the parameter block's own plan: it is no parameter.
+    params = case(events, "caller-suite", "caller_params")
+    assert [(p.name, p.status, p.reason) for p in params.params] == [
+        ("zero", P, ""),
+        ("one", P, ""),
+        ("two", S, "odd value"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "prefix", ["[    0.060000] ", "[    0.060000][    T1] ", "[    0.060000][    C0] ", "[    T12] ", "[  C3] ", ""]
+)
+def test_printk_prefix_forms(prefix: str) -> None:
+    text = ["KTAP version 1", "    KTAP version 1", "    # Subtest: s", "    1..1", "    ok 1 c", "ok 1 s"]
+    events = list(ktap.parse(prefix + line for line in text))
+    assert skeleton(events) == [("start",), ("suite", "s"), ("case", "s", "c", "passed"), ("end", "s", "passed")]
+
+
+def test_only_a_prefix_at_the_start_of_the_line_is_printk_s() -> None:
+    events = parse_text("KTAP version 1\n    # Subtest: s\n    [  1.0] ok 1 c\n[T12345] ok 2 d\n[ X1] ok 3 e\nok 1 s\n")
+    # The caller id is right-aligned in six columns: a six-digit thread id has no padding.
+    assert statuses(events) == [("s", "d", P)]
+
+
+def test_suites_nested_by_version_lines_alone_are_named_by_their_closing_line() -> None:
+    events = events_of("synthetic-ktap-spec-nesting.log")
+    assert skeleton(events) == [
+        ("start",),
+        ("suite", "bare-suite"),
+        ("case", "bare-suite", "bare_pass", "passed"),
+        ("case", "bare-suite", "bare_fail", "failed"),
+        ("end", "bare-suite", "failed"),
+        ("suite", "nested-suite"),
+        ("case", "nested-suite", "nested_params", "failed"),
+        ("case", "nested-suite", "nested_more", "passed"),
+        ("case", "nested-suite", "nested_leaf", "skipped"),
+        ("end", "nested-suite", "passed"),
+        ("suite", "subtest-first"),
+        ("case", "subtest-first", "order_case", "passed"),
+        ("end", "subtest-first", "passed"),
+    ]
+    assert case(events, "bare-suite", "bare_fail").location == Location("lib/bare-test.c", 8)
+    nested = case(events, "nested-suite", "nested_params")
+    assert [(p.name, p.status) for p in nested.params] == [("inner_a", P), ("inner_b", F)]
+    assert [(p.name, p.status) for p in case(events, "nested-suite", "nested_more").params] == [
+        ("inner_c", S),
+        ("inner_d", P),
+    ]
+    # "# Subtest:" at the parent's level, then the block's own indented version line and attributes (TAP 14 order).
+    assert case(events, "subtest-first", "order_case").attributes == (("module", "order_test"),)
+
+
+def test_unnamed_suite_is_announced_with_its_cases_when_its_closing_line_arrives() -> None:
+    parser = ktap.KtapParser()
+    assert parser.feed("KTAP version 1") == [KtapStarted()]
+    for line in ["1..1", "  KTAP version 1", "  1..2", "  ok 1 first", "  # second: initializing", "  not ok 2 second"]:
+        assert parser.feed(line) == []
+    assert parser.feed("not ok 1 late-named") == [
+        SuiteStarted("late-named"),
+        CaseResult("late-named", "first", P),
+        CaseResult("late-named", "second", F, "", ("# second: initializing",)),
+        SuiteFinished("late-named", F),
+    ]
+
+
+def test_unnamed_suite_cut_short_reports_nothing_but_unfinished() -> None:
+    events = parse_text("KTAP version 1\n1..1\n  KTAP version 1\n  1..2\n  ok 1 first\n  # second: initializing\n")
+    assert events == [KtapStarted(), Unfinished("", ("# second: initializing",))]
+
+
+def test_unnamed_parameter_block_inside_an_unnamed_suite_left_open_is_dropped_not_passed() -> None:
+    events = parse_text("KTAP version 1\n  KTAP version 1\n  ok 1 a\n    KTAP version 1\n    ok 1 p\nok 1 outer\n")
+    # `ok 1 outer` is at the root's level: it closes the suite, not the block that never got its closing line.
+    assert skeleton(events) == [
+        ("start",),
+        ("suite", "outer"),
+        ("case", "outer", "a", "passed"),
+        ("end", "outer", "passed"),
+    ]
+
+
+def test_odd_shapes_with_carriage_returns() -> None:
+    raw = (DATA / "synthetic-odd-shapes.log").read_bytes().decode().split("\n")
+    assert raw[1] == "KTAP version 1\r"
+    events = list(ktap.parse(raw))
+    assert skeleton(events) == [
+        ("start",),
+        ("suite", "echoed"),
+        ("case", "echoed", "echoed_case", "passed"),
+        ("case", "echoed", "after_silent", "passed"),
+        ("end", "echoed", "passed"),
+        # broken-suite failed its suite_init: its result line, outside any suite, is no case.
+        ("suite", "truncated"),
+        ("case", "truncated", "truncated_fi", "passed"),
+        ("case", "truncated", "truncated_second", "passed"),
+        ("end", "truncated", "passed"),
+        # A module's tests start a second KTAP document: the parser carries on.
+        ("suite", "from-module"),
+        ("case", "from-module", "module_case", "passed"),
+        ("end", "from-module", "passed"),
+    ]
+    # The case that printed no result line is never reported; its lines go to the next case.
+    assert case(events, "echoed", "after_silent").diagnostics == ("# silent_case: initializing",)
+    assert ("echoed", "silent_case") not in {(c.suite, c.case) for c in cases(events)}
 
 
 # --- edge cases ----------------------------------------------------------------------------------------------------
