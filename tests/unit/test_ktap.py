@@ -573,6 +573,81 @@ def test_unnamed_parameter_block_inside_an_unnamed_suite_left_open_is_dropped_no
     ]
 
 
+def test_old_style_parameters() -> None:
+    events = events_of("synthetic-old-params-5.15.log")
+    assert statuses(events) == [
+        ("old-params", "old_pass", P),
+        ("old-params", "old_fail", F),
+        ("old-params", "old_plain", P),
+        ("dash-params", "dash_case", F),
+    ]
+    old_pass = case(events, "old-params", "old_pass")
+    assert old_pass.params == (
+        ParamResult("alpha", P, "", ("# old_pass: initializing",)),
+        ParamResult("beta", P, "", ("# old_pass: initializing",)),
+    )
+    old_fail = case(events, "old-params", "old_fail")
+    assert [(p.name, p.status) for p in old_fail.params] == [("alpha", P), ("beta", F), ("gamma", P)]
+    assert old_fail.params[1].diagnostics == (
+        "# old_fail: initializing",
+        "# old_fail: EXPECTATION FAILED at lib/old-test.c:40",
+        "Expected v != 2, but",
+        "    v == 2",
+    )
+    assert old_fail.location == Location("lib/old-test.c", 40)
+    # A parameter line naming another case is only a diagnostic.
+    assert case(events, "old-params", "old_plain").params == ()
+    dash = case(events, "dash-params", "dash_case")
+    assert [(p.name, p.status) for p in dash.params] == [("first", P), ("second", F)]
+
+
+def test_old_style_case_fails_when_a_parameter_failed_whatever_its_line_says() -> None:
+    events = parse_text(
+        "TAP version 14\n    # Subtest: s\n    # pc: ok 1 - a\n    # pc: not ok 2 - b\n    # pc: test case crashed\n"
+        "    # pc: not ok 3 - c\n    ok 1 - pc\nok 1 - s\n"
+    )
+    result = case(events, "s", "pc")
+    assert [(p.name, p.status) for p in result.params] == [("a", P), ("b", F), ("c", C)]
+    assert result.status is C
+
+
+def test_parameter_block_with_a_plan_and_deeper_nesting() -> None:
+    events = parse_text(
+        "KTAP version 1\n    KTAP version 1\n    # Subtest: s\n    1..1\n        KTAP version 1\n"
+        "        # Subtest: pc\n        1..2\n            KTAP version 1\n            # Subtest: inner\n"
+        "            ok 1 x\n            not ok 2 y\n        not ok 1 inner\n        ok 2 plain\n    not ok 1 pc\n"
+        "not ok 1 s\n"
+    )
+    # A parameter with parameters of its own is one parameter of the case, never a case of the suite.
+    assert statuses(events) == [("s", "pc", F)]
+    assert [(p.name, p.status) for p in case(events, "s", "pc").params] == [("inner", F), ("plain", P)]
+
+
+def test_parameter_block_that_ran_nothing_is_skipped() -> None:
+    events = parse_text(
+        "TAP version 14\n1..1\n  # Subtest: suite\n  1..2\n    # Subtest: empty\n  ok 1 - empty\n"
+        "    # Subtest: empty_failed\n  not ok 2 - empty_failed\nnot ok 1 - suite\n"
+    )
+    assert statuses(events) == [("suite", "empty", S), ("suite", "empty_failed", F)]
+    assert case(events, "suite", "empty").reason == "no parameter ran"
+
+
+def test_totals_lines_are_never_cases() -> None:
+    events = parse_text(
+        "KTAP version 1\n    # Subtest: s\n    ok 1 a\n    # Totals: pass:1 fail:0 skip:0 total:1\n"
+        "# Totals: pass:1 fail:0 skip:0 total:1\n# s: pass:1 fail:0 skip:0 total:1\nok 1 s\n"
+        "# Totals: pass:9 fail:9 skip:9 total:27\n"
+    )
+    assert statuses(events) == [("s", "a", P)]
+    assert [case.case for case in cases(events_of("synthetic-caller-prefix-6.12.log"))] == [
+        "caller_first",
+        "caller_fail",
+        "caller_params",
+        "caller_slow",
+        "caller_init_case",
+    ]
+
+
 def test_odd_shapes_with_carriage_returns() -> None:
     raw = (DATA / "synthetic-odd-shapes.log").read_bytes().decode().split("\n")
     assert raw[1] == "KTAP version 1\r"
