@@ -648,6 +648,97 @@ def test_totals_lines_are_never_cases() -> None:
     ]
 
 
+def test_attributes_of_suites_and_cases() -> None:
+    events = events_of("synthetic-caller-prefix-6.12.log")
+    finished = [(e.suite, e.attributes) for e in events if isinstance(e, SuiteFinished)]
+    assert finished == [
+        ("caller-suite", (("module", "caller_test"),)),
+        ("caller-init", (("speed", "slow"), ("module", "caller_init_test"), ("is_init", "true"))),
+    ]
+    # A case's attributes are its own, else its suite's: what KUnit filters on.
+    assert case(events, "caller-suite", "caller_first").attributes == (("module", "caller_test"),)
+    assert case(events, "caller-suite", "caller_slow").attributes == (("module", "caller_test"), ("speed", "very_slow"))
+    params = case(events, "caller-suite", "caller_params")
+    assert params.attributes == (("module", "caller_test"), ("speed", "slow"))
+    # Attribute lines are no diagnostics; the per-case totals line is one.
+    assert params.diagnostics == ("# caller_params: pass:2 fail:0 skip:1 total:3",)
+    init = case(events, "caller-init", "caller_init_case")
+    assert dict(init.attributes) == {"speed": "slow", "module": "caller_init_test", "is_init": "true"}
+
+
+def test_attribute_lines_that_are_not_attributes() -> None:
+    events = parse_text(
+        "KTAP version 1\n    KTAP version 1\n    # Subtest: s\n    1..2\n    # module: after the plan\n"
+        "    # other.speed: slow\n    ok 1 a\n    # speed: initializing\n    ok 2 b\nok 1 s\n"
+    )
+    # After the plan, `# module:` is a case's diagnostic; `# other.speed:` names another case.
+    assert case(events, "s", "a").attributes == ()
+    assert case(events, "s", "a").diagnostics == ("# module: after the plan", "# other.speed: slow")
+    assert case(events, "s", "b").diagnostics == ("# speed: initializing",)
+    assert [e.attributes for e in events if isinstance(e, SuiteFinished)] == [()]
+
+
+def test_list_attr_console() -> None:
+    events = events_of("synthetic-list-attr-6.12.log")
+    assert [e for e in events if isinstance(e, ktap.Listed)] == [
+        ktap.Listed("attr-suite", "attr_plain", (("speed", "slow"), ("module", "attr_test"))),
+        ktap.Listed("attr-suite", "attr_fast", (("speed", "normal"), ("module", "attr_test"))),
+        ktap.Listed("attr-suite", "attr_slowest", (("speed", "very_slow"), ("module", "attr_test"))),
+        ktap.Listed("init-suite", "init_case", (("module", "init_test"), ("is_init", "true"))),
+    ]
+    assert ktap.parse_list(lines_of("synthetic-list-attr-6.12.log")) == [
+        ("attr-suite", "attr_plain"),
+        ("attr-suite", "attr_fast"),
+        ("attr-suite", "attr_slowest"),
+        ("init-suite", "init_case"),
+    ]
+
+
+def test_listed_case_is_emitted_once_its_attribute_lines_are_read() -> None:
+    parser = ktap.KtapParser()
+    parser.feed("KTAP version 1")
+    assert parser.feed("s") == []
+    assert parser.feed("s.first") == []
+    assert parser.feed("# first.speed: slow") == []
+    assert parser.feed("s.second") == [ktap.Listed("s", "first", (("speed", "slow"),))]
+    assert parser.feed("# other.speed: slow") == [ktap.Listed("s", "second")]
+    assert parser.feed("t.third") == []
+    assert parser.finish() == [ktap.Listed("t", "third")]
+
+
+def test_directives() -> None:
+    events = events_of("synthetic-directives.log")
+    assert [(c.case, c.status, c.reason) for c in cases(events)] == [
+        ("skip_reason", S, "no device"),
+        ("skip_bare", S, ""),
+        ("skip_not_ok", S, "not ok but skipped"),
+        ("todo_failing", X, "known broken"),
+        ("todo_passing", P, "fixed already"),
+        ("xfail_ok", X, "fails as expected"),
+        ("timeout", T, "30 seconds"),
+        ("error", F, "no memory"),
+        ("rcode", P, "rcode=0"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "status", "reason"),
+    [
+        ("    ok 1 c # SKIPPED spelled out", S, "spelled out"),
+        ("    ok 1 c # xfail lower", X, "lower"),
+        ("    not ok 1 c # XFAIL", X, ""),
+        ("    not ok 1 c # todo", X, ""),
+        ("    ok 1 c # TIMEOUT although ok", T, "although ok"),
+        ("    ok 1 c # ERROR although ok", F, "although ok"),
+        ("    not ok 1 c # TODOLIST not a directive", F, "TODOLIST not a directive"),
+        ("    ok 1 c #", P, ""),
+    ],
+)
+def test_directive_forms(line: str, status: Status, reason: str) -> None:
+    events = list(ktap.parse(["KTAP version 1", "    # Subtest: s", line]))
+    assert cases(events) == [CaseResult("s", "c", status, reason)]
+
+
 def test_odd_shapes_with_carriage_returns() -> None:
     raw = (DATA / "synthetic-odd-shapes.log").read_bytes().decode().split("\n")
     assert raw[1] == "KTAP version 1\r"
