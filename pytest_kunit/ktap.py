@@ -399,7 +399,8 @@ class KtapParser:
 
     def _suite_finished(self, closed: _Group, result: grammar.Result) -> list[Event]:
         status = _status(result.ok, result.directive, closed.pending)
-        finished = SuiteFinished(closed.name or result.name, status, tuple(closed.attributes.items()))
+        name = result.name if closed.name is None else closed.name
+        finished = SuiteFinished(name, status, tuple(closed.attributes.items()))
         if closed.name is not None:
             return [finished]
         # A suite opened by its version line alone: its closing line has just named it.

@@ -557,6 +557,14 @@ def test_unnamed_suite_is_announced_with_its_cases_when_its_closing_line_arrives
     ]
 
 
+def test_suite_named_empty_is_not_unnamed() -> None:
+    parser = ktap.KtapParser()
+    parser.feed("KTAP version 1")
+    assert parser.feed("    # Subtest: ") == [SuiteStarted("")]
+    assert parser.feed("    ok 1 c") == [CaseResult("", "c", P)]
+    assert parser.feed("ok 1") == [SuiteFinished("", P)]
+
+
 def test_unnamed_suite_cut_short_reports_nothing_but_unfinished() -> None:
     events = parse_text("KTAP version 1\n1..1\n  KTAP version 1\n  1..2\n  ok 1 first\n  # second: initializing\n")
     assert events == [KtapStarted(), Unfinished("", ("# second: initializing",))]
