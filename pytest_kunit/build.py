@@ -1,4 +1,4 @@
-"""Configure and build the kernel: tinyconfig + the guest's needs + a kunitconfig, validated, then `make`."""
+"""Configure and build the kernel: a kunitconfig + the guest's needs, completed as kunit.py does, validated, `make`."""
 
 from __future__ import annotations
 
@@ -18,12 +18,6 @@ from .kconfig import Fragment, check_fragment, parse_fragment
 from .locking import cache_lock
 from .tree import PreparedTree
 
-# What every KUnit guest needs on top of tinyconfig, whatever the architecture; and what it does not: the guest
-# talks over a serial console, so no virtual terminal and no input layer (tinyconfig's VT pulls them in).
-BASE_CONFIG = parse_fragment(
-    "CONFIG_PRINTK=y\nCONFIG_TTY=y\nCONFIG_KUNIT=y\n# CONFIG_VT is not set\n# CONFIG_INPUT is not set\n",
-    "pytest_kunit/build.py:BASE_CONFIG",
-)
 STAMP = ".pytest-kunit-stamp"
 STEPS = ".pytest-kunit-steps"
 BUILD_TOOLS = ("make", "gcc", "flex", "bison", "bc")
@@ -56,7 +50,7 @@ class BuildResult:
 
 def full_fragment(request: BuildRequest) -> Fragment:
     arch_fragment = parse_fragment("\n".join(request.arch.kconfig), f"arch.py:{request.arch.name}")
-    return BASE_CONFIG + arch_fragment + request.fragment
+    return arch_fragment + request.fragment
 
 
 def _digest(*parts: str) -> str:
@@ -92,42 +86,24 @@ def _check_tools() -> None:
         )
 
 
-def _configure_steps(request: BuildRequest, fragment: Fragment) -> list[tuple[list[str], str]]:
-    """The make targets that configure the kernel, each with the text to append to `.config` after it.
-
-    `make tinyconfig` is `allnoconfig` over tiny-base.config, then its tiny.config fragments merged in and an
-    `olddefconfig`. Where the tree has those files we run the `allnoconfig` ourselves and append the tiny.config
-    fragments together with ours, so that one pass gives every newly visible symbol its default; and that pass is
-    `syncconfig`, which also writes the include/config files `make` would otherwise regenerate in a pass of its own.
-    """
-    configs = request.tree.path / "kernel/configs"
-    tiny_base = configs / "tiny-base.config"
-    arch_configs = request.tree.path / "arch" / request.arch.make.source_arch / "configs"
-    tiny_fragments = (configs / "tiny.config", arch_configs / "tiny.config")
-    if tiny_base.is_file():
-        tiny = "".join(path.read_text() + "\n" for path in tiny_fragments if path.is_file())
-        return [(["allnoconfig", f"KCONFIG_ALLCONFIG={tiny_base}"], tiny + fragment.text()), (["syncconfig"], "")]
-    return [(["tinyconfig"], fragment.text()), (["syncconfig"], "")]
-
-
 def _configure(request: BuildRequest, build_dir: Path, fragment: Fragment, log: Path) -> None:
+    """kunit.py's configuration: the fragment (with the architecture's needs) as `.config`, completed by Kconfig's
+    defaults. `syncconfig` does what kunit.py's `olddefconfig` does and also writes the include/config files that
+    `make` would otherwise regenerate in a second Kconfig pass."""
     dotconfig = build_dir / ".config"
     previous = dotconfig.read_text() if dotconfig.exists() else None
     previous_mtime = dotconfig.stat().st_mtime_ns if dotconfig.exists() else None
+    dotconfig.write_text(fragment.text())
     with log.open("a") as stream:
-        for targets, append in _configure_steps(request, fragment):
-            command = _make(request, build_dir, f"-j{request.jobs}", *targets)
-            result = subprocess.run(command, stdout=stream, stderr=subprocess.STDOUT)
-            if result.returncode != 0:
-                raise BuildError(
-                    f"`make {targets[0]}` failed in {request.tree.path}.",
-                    f"read the log {log}; the tree may be incomplete or not configured for O= builds "
-                    "(run `make mrproper` in a directory tree that was built in place).",
-                    detail="\n".join(log.read_text(errors="replace").splitlines()[-15:]),
-                )
-            if append:
-                with dotconfig.open("a") as config:
-                    config.write(append)
+        command = _make(request, build_dir, f"-j{request.jobs}", "syncconfig")
+        result = subprocess.run(command, stdout=stream, stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        raise BuildError(
+            f"`make syncconfig` failed in {request.tree.path}.",
+            f"read the log {log}; the tree may be incomplete or not configured for O= builds "
+            "(run `make mrproper` in a directory tree that was built in place).",
+            detail="\n".join(log.read_text(errors="replace").splitlines()[-15:]),
+        )
     current = dotconfig.read_text()
     if current == previous and previous_mtime is not None:
         # Same configuration: keep the old timestamp so Kbuild does not re-run syncconfig.

@@ -205,23 +205,14 @@ def test_manual_fragments_only_run_when_named(project: pytest.Pytester, fake_ker
     named.stdout.fnmatch_lines(["faults.kunitconfig::example::example_simple_test"])
 
 
-def test_configuration_is_tinyconfig_folded_into_one_pass(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+def test_configuration_is_kunit_py_s_one_pass(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    """The fragment and the guest's needs, completed by Kconfig's defaults, as kunit.py's olddefconfig does."""
     project.runpytest(*fake_kernel.options()).assert_outcomes(passed=3, failed=2, skipped=1)
     (build,) = fake_kernel.cache.glob("build/*/")
-    # tinyconfig's own allnoconfig, then its tiny.config fragments and ours in one syncconfig pass.
-    assert (build / "make-runs").read_text().split() == ["allnoconfig", "syncconfig", "vmlinux"]
-    config = (build / ".config").read_text().split()
-    assert {"CONFIG_FAKE_TINY=y", "CONFIG_FAKE_TINY_ARCH=y", "CONFIG_PVH=y", "CONFIG_KUNIT_TEST=y"} <= set(config)
-
-
-def test_configuration_of_a_tree_without_tiny_base_uses_tinyconfig(
-    project: pytest.Pytester, fake_kernel: FakeKernel
-) -> None:
-    (fake_kernel.tree / "kernel/configs/tiny-base.config").unlink()
-    project.runpytest(*fake_kernel.options()).assert_outcomes(passed=3, failed=2, skipped=1)
-    (build,) = fake_kernel.cache.glob("build/*/")
-    assert (build / "make-runs").read_text().split() == ["tinyconfig", "syncconfig", "vmlinux"]
-    assert "CONFIG_FAKE_TINY=y" not in (build / ".config").read_text()
+    assert (build / "make-runs").read_text().split() == ["syncconfig", "vmlinux"]
+    config = set((build / ".config").read_text().split())
+    # What Kconfig turns on by default stays on (SYSFS decides a lib/kunit verdict on real trees).
+    assert {"CONFIG_FAKE_SYSFS=y", "CONFIG_PVH=y", "CONFIG_KUNIT_TEST=y", "CONFIG_SERIAL_8250_CONSOLE=y"} <= config
 
 
 def test_plugin_is_inert_without_kunit(project: pytest.Pytester) -> None:

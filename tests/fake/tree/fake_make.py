@@ -1,4 +1,4 @@
-"""Fake `make` targets: the configuration targets (olddefconfig drops what Kconfig cannot satisfy) and vmlinux (the
+"""Fake `make` targets: the configuration targets (olddefconfig adds defaults, drops what Kconfig cannot satisfy) and vmlinux (the
 guest spec). Each target is logged to <O>/make-runs."""
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ def kconfig_lines(path: Path) -> Iterator[str]:
             yield line
 
 
-def symbols() -> dict[str, list[str]]:
+def symbols() -> tuple[dict[str, list[str]], set[str]]:
+    """Each symbol's dependencies, and the symbols that default to y."""
     defined: dict[str, list[str]] = {}
+    on_by_default: set[str] = set()
     name = None
     for line in kconfig_lines(TREE / "Kconfig"):
         start = re.match(r"config (\w+)", line)
@@ -33,11 +35,14 @@ def symbols() -> dict[str, list[str]]:
         need = re.match(r"\s+depends on (.*)", line)
         if need and name:
             defined[name] += re.findall(r"\w+", need.group(1))
-    return defined
+        if name and re.match(r"\s+default y", line):
+            on_by_default.add(name)
+    return defined, on_by_default
 
 
 def olddefconfig(dotconfig: Path) -> None:
     values: dict[str, str] = {}
+    unset_by_user: set[str] = set()
     for line in dotconfig.read_text().splitlines():
         match = re.match(r"CONFIG_(\w+)=(.*)", line)
         if match:
@@ -45,7 +50,10 @@ def olddefconfig(dotconfig: Path) -> None:
         unset = re.match(r"# CONFIG_(\w+) is not set", line)
         if unset:
             values.pop(unset.group(1), None)
-    defined = symbols()
+            unset_by_user.add(unset.group(1))
+    defined, on_by_default = symbols()
+    for name in sorted(on_by_default - unset_by_user):
+        values.setdefault(name, "y")
     changed = True
     while changed:
         changed = False
@@ -56,17 +64,13 @@ def olddefconfig(dotconfig: Path) -> None:
     dotconfig.write_text("".join(f"CONFIG_{k}={v}\n" for k, v in values.items()))
 
 
-def main(target: str, build_dir: str, allconfig: str | None = None) -> int:
+def main(target: str, build_dir: str) -> int:
     out = Path(build_dir)
     out.mkdir(parents=True, exist_ok=True)
     with (out / "make-runs").open("a") as runs:
         runs.write(f"{target}\n")
     dotconfig = out / ".config"
-    if target == "tinyconfig":
-        dotconfig.write_text("CONFIG_64BIT=y\n")
-    elif target == "allnoconfig":
-        dotconfig.write_text(Path(allconfig).read_text() if allconfig else "")
-    elif target in ("olddefconfig", "syncconfig"):
+    if target in ("olddefconfig", "syncconfig"):
         olddefconfig(dotconfig)
     elif target == "vmlinux":
         print("  CC      lib/kunit/test.o", flush=True)
