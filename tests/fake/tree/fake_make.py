@@ -1,5 +1,5 @@
-"""Fake `make` targets: the configuration targets (olddefconfig adds defaults, drops what Kconfig cannot satisfy) and vmlinux (the
-guest spec). Each target is logged to <O>/make-runs."""
+"""Fake `make` targets: the configuration targets (olddefconfig adds defaults and drops what Kconfig cannot satisfy)
+and vmlinux (the guest spec). Each target is logged to <O>/make-runs."""
 
 from __future__ import annotations
 
