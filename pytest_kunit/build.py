@@ -108,7 +108,7 @@ def _configure(request: BuildRequest, build_dir: Path, fragment: Fragment, log: 
     if current == previous and previous_mtime is not None:
         # Same configuration: keep the old timestamp so Kbuild does not re-run syncconfig.
         os.utime(dotconfig, ns=(previous_mtime, previous_mtime))
-    check_fragment(fragment, current, request.tree.path)
+    check_fragment(fragment, current, request.tree.path, request.arch.make.source_arch)
 
 
 def _run_make(request: BuildRequest, build_dir: Path, log: Path, progress: ProgressCallback) -> None:

@@ -85,7 +85,8 @@ class Dropped:
     entry: Entry
     actual: str
     defined: bool
-    depends: tuple[str, ...]
+    depends: tuple[str, ...]  # `depends on` lines, then the enclosing `if` and `menu` blocks' conditions
+    unmet: tuple[str, ...] = ()  # symbols those conditions name that .config does not set
 
     def describe(self) -> str:
         wanted = f"{self.entry.symbol}={self.entry.value}"
@@ -95,69 +96,156 @@ class Dropped:
         text = f"{wanted} ({self.entry.origin}): {got} after olddefconfig"
         if self.depends:
             text += "; Kconfig: " + "; ".join(self.depends)
+        if self.unmet:
+            text += "; not set: " + ", ".join(f"CONFIG_{name}" for name in self.unmet)
         return text
 
 
-def dropped_symbols(fragment: Fragment, dotconfig: dict[str, str], tree: Path) -> list[Dropped]:
+_SYMBOL = re.compile(r"(!?)\b([A-Z][A-Z0-9_]*)\b")
+
+
+def _unmet(conditions: Iterable[str], dotconfig: dict[str, str]) -> tuple[str, ...]:
+    """The symbols the conditions need (not negated) that .config leaves unset."""
+    names = []
+    for condition in conditions:
+        expression = condition.split("(", 1)[0] if condition.startswith(("if ", "menu ")) else condition
+        for negated, name in _SYMBOL.findall(expression.removeprefix("depends on ")):
+            if not negated and name not in ("y", "m", "n") and dotconfig.get(f"CONFIG_{name}", "n") == "n":
+                names.append(name)
+    return tuple(dict.fromkeys(names))
+
+
+def dropped_symbols(fragment: Fragment, dotconfig: dict[str, str], tree: Path, srcarch: str = "x86") -> list[Dropped]:
     """Every entry the fragment asks for that does not hold in .config, with what Kconfig says it needs."""
     missing = [entry for entry in fragment.entries if dotconfig.get(entry.symbol, "n") != entry.value]
     if not missing:
         return []
-    definitions = kconfig_definitions(tree, {entry.symbol.removeprefix("CONFIG_") for entry in missing})
+    definitions = kconfig_definitions(tree, {entry.symbol.removeprefix("CONFIG_") for entry in missing}, srcarch)
     dropped = []
     for entry in missing:
         needs = definitions.get(entry.symbol.removeprefix("CONFIG_"))
-        dropped.append(Dropped(entry, dotconfig.get(entry.symbol, "n"), needs is not None, needs or ()))
+        unmet = _unmet(needs or (), dotconfig) if entry.value != "n" else ()
+        dropped.append(Dropped(entry, dotconfig.get(entry.symbol, "n"), needs is not None, needs or (), unmet))
     return dropped
 
 
-def check_fragment(fragment: Fragment, dotconfig_text: str, tree: Path) -> None:
-    dropped = dropped_symbols(fragment, read_dotconfig(dotconfig_text), tree)
+def check_fragment(fragment: Fragment, dotconfig_text: str, tree: Path, srcarch: str = "x86") -> None:
+    dropped = dropped_symbols(fragment, read_dotconfig(dotconfig_text), tree, srcarch)
     if dropped:
         raise ConfigError(
             "The kernel configuration does not hold what the kunitconfig asks for:\n  "
             + "\n  ".join(item.describe() for item in dropped),
-            "enable the symbols these depend on in the kunitconfig, or fix the symbol names.",
+            "enable the symbols these depend on in the kunitconfig (those listed as not set first), "
+            "or fix the symbol names.",
         )
 
 
 _KCONFIG_START = re.compile(r"^\s*(?:menu)?config\s+(\S+)\s*$")
 _KCONFIG_BLOCK_END = re.compile(
-    r"^\s*(?:config|menuconfig|choice|endchoice|menu|endmenu|if|endif|source|comment|help|---help---)\b"
+    r"^\s*(?:config|menuconfig|choice|endchoice|menu|endmenu|if|endif|source|osource|rsource|orsource|comment|help|"
+    r"---help---)\b"
 )
 _KCONFIG_DEPENDS = re.compile(r"^\s*depends on\b\s*(.*)$")
+_KCONFIG_SOURCE = re.compile(r'^\s*(?P<kind>o?r?source)\s+"(?P<path>[^"]+)"')
+_KCONFIG_IF = re.compile(r"^\s*if\s+(?P<expr>.+?)\s*$")
+_KCONFIG_ENDIF = re.compile(r"^\s*endif\b")
+_KCONFIG_MENU = re.compile(r'^\s*(?:menu\s+"(?P<title>[^"]*)"|choice\b)')
+_KCONFIG_HELP = re.compile(r"^\s*(?:help|---help---)\s*$")
+_KCONFIG_ENDMENU = re.compile(r"^\s*(?:endmenu|endchoice)\b")
 
 
-def _kconfig_files(tree: Path) -> Iterable[Path]:
-    for path in sorted(tree.rglob("Kconfig*")):
-        if path.is_file() and ".git" not in path.parts:
-            yield path
+class _KconfigWalk:
+    """One pass over the tree's Kconfig files from the top, following `source` as Kconfig does, so that a symbol's
+    needs include the `if` and `menu ... depends on` blocks around it, even in the file that sources its own."""
 
+    def __init__(self, tree: Path, names: set[str], srcarch: str) -> None:
+        self.tree = tree
+        self.names = names
+        self.srcarch = srcarch
+        self.needs: dict[str, list[str]] = {}  # `depends on` lines
+        self.context: dict[str, list[str]] = {}  # enclosing `if` and `menu` conditions
+        self.visited: set[Path] = set()
 
-def kconfig_definitions(tree: Path, names: set[str]) -> dict[str, tuple[str, ...]]:
-    """The `depends on` lines of each symbol in `names` that the tree's Kconfig files define, in one pass over them."""
-    needs: dict[str, list[str]] = {}
-    for path in _kconfig_files(tree):
+    def run(self) -> dict[str, tuple[str, ...]]:
+        self.file(self.tree / "Kconfig", [])
+        # Files no `source` reaches (other architectures' Kconfig): their symbols still exist, with their own needs.
+        for path in sorted(self.tree.rglob("Kconfig*")):
+            if path.is_file() and ".git" not in path.parts and path not in self.visited:
+                self.file(path, [])
+        return {name: tuple(dict.fromkeys([*lines, *self.context[name]])) for name, lines in self.needs.items()}
+
+    def _sourced(self, current: Path, kind: str, pattern: str) -> list[Path]:
+        pattern = pattern.replace("$(SRCARCH)", self.srcarch).replace("$SRCARCH", self.srcarch)
+        if "$" in pattern:
+            return []
+        base = current.parent if "r" in kind.removesuffix("source") else self.tree
+        return sorted(path for path in base.glob(pattern) if path.is_file())
+
+    def file(self, path: Path, enclosing: list[str]) -> None:
+        if path in self.visited or not path.is_file():
+            return
+        self.visited.add(path)
         try:
             lines = path.read_text(errors="replace").splitlines()
         except OSError:
-            continue
+            return
+        relative = path.relative_to(self.tree) if path.is_relative_to(self.tree) else path
+        blocks: list[str | None] = []  # the open if/menu/choice blocks of this file: their condition, if any
+        menu: tuple[int, int] | None = None  # (block index, line) of a menu whose `depends on` lines are being read
         current: list[str] | None = None  # the needs of the wanted symbol whose block this line is in
-        for line in lines:
+        help_indent: int | None = None  # inside help text: its indentation (-1 until its first line)
+        for number, line in enumerate(lines, 1):
+            if help_indent is not None:
+                # Help text runs until a non-blank line indented less than its first line.
+                indent = len(line.expandtabs()) - len(line.expandtabs().lstrip())
+                if not line.strip() or (help_indent < 0 and indent > 0) or 0 <= help_indent <= indent:
+                    if line.strip() and help_indent < 0:
+                        help_indent = indent
+                    continue
+                help_indent = None
+            if _KCONFIG_HELP.match(line):
+                help_indent = -1
+                current = None
+                continue
+            conditions = [*enclosing, *(block for block in blocks if block)]
             start = _KCONFIG_START.match(line)
             if start:
+                menu = None
                 name = start.group(1)
-                current = needs.setdefault(name, []) if name in names else None
-                continue
-            if current is not None and _KCONFIG_BLOCK_END.match(line):
                 current = None
-            elif current is not None:
-                need = _KCONFIG_DEPENDS.match(line)
-                if need:
-                    current.append(f"depends on {need.group(1).strip()}")
-    return {name: tuple(dict.fromkeys(lines)) for name, lines in needs.items()}
+                if name in self.names:
+                    current = self.needs.setdefault(name, [])
+                    self.context.setdefault(name, []).extend(conditions)
+                continue
+            need = _KCONFIG_DEPENDS.match(line)
+            if need and menu is not None:
+                blocks[menu[0]] = f"menu depends on {need.group(1).strip()} ({relative}:{menu[1]})"
+                continue
+            if current is not None and need:
+                current.append(f"depends on {need.group(1).strip()}")
+                continue
+            if _KCONFIG_BLOCK_END.match(line):
+                current = None
+                menu = None
+            source = _KCONFIG_SOURCE.match(line)
+            if source:
+                for sourced in self._sourced(path, source["kind"], source["path"]):
+                    self.file(sourced, conditions)
+            elif (condition := _KCONFIG_IF.match(line)) is not None:
+                blocks.append(f"if {condition['expr']} ({relative}:{number})")
+            elif _KCONFIG_MENU.match(line):
+                blocks.append(None)
+                menu = (len(blocks) - 1, number)
+            elif (_KCONFIG_ENDIF.match(line) or _KCONFIG_ENDMENU.match(line)) and blocks:
+                blocks.pop()
+
+
+def kconfig_definitions(tree: Path, names: set[str], srcarch: str = "x86") -> dict[str, tuple[str, ...]]:
+    """What each symbol in `names` that the tree defines needs: its `depends on` lines, then the conditions of the
+    `if` and `menu` blocks it sits in (with file:line), in one walk over the Kconfig files."""
+    return _KconfigWalk(tree, names, srcarch).run()
 
 
 def kconfig_definition(tree: Path, name: str) -> tuple[str, ...] | None:
-    """The `depends on` lines of symbol `name` in the tree's Kconfig files, or None if it is not defined."""
+    """The needs of symbol `name` in the tree's Kconfig files, or None if it is not defined."""
     return kconfig_definitions(tree, {name}).get(name)

@@ -211,7 +211,7 @@ def test_kconfig_definition(tree: Path) -> None:
     assert kconfig_definition(tree, "KUNIT_TEST") == ("depends on KUNIT",)
     assert kconfig_definition(tree, "NEEDS_PCI") == ("depends on PCI && !UML", "depends on KUNIT=y")
     assert kconfig_definition(tree, "NET_TESTS") == ("depends on NET",)
-    assert kconfig_definition(tree, "NET_INNER") == ()
+    assert kconfig_definition(tree, "NET_INNER") == ("if NET_TESTS (lib/Kconfig.debug:23)",)
     assert kconfig_definition(tree, "OTHER") == ("depends on KUNIT",)
     assert kconfig_definition(tree, "GHOST") is None
     assert kconfig_definition(tree, "NO_SUCH_SYMBOL") is None
@@ -268,6 +268,7 @@ def test_check_fragment_reports_dropped_and_unknown_symbols(tree: Path) -> None:
             "n",
             True,
             ("depends on PCI && !UML", "depends on KUNIT=y"),
+            ("PCI",),
         ),
         Dropped(Entry("CONFIG_NOT_A_SYMBOL", "y", "suites/pci.kunitconfig:4"), "n", False, ()),
         Dropped(Entry("CONFIG_STRINGY", '"xyz"', "suites/pci.kunitconfig:5"), '"abc"', True, ()),
@@ -279,7 +280,7 @@ def test_check_fragment_reports_dropped_and_unknown_symbols(tree: Path) -> None:
         "  CONFIG_KUNIT=n (suites/pci.kunitconfig:6): is y after olddefconfig",
         "  CONFIG_KUNIT_TEST=y (suites/pci.kunitconfig:2): is m after olddefconfig; Kconfig: depends on KUNIT",
         "  CONFIG_NEEDS_PCI=y (suites/pci.kunitconfig:3): is not set after olddefconfig; "
-        "Kconfig: depends on PCI && !UML; depends on KUNIT=y",
+        "Kconfig: depends on PCI && !UML; depends on KUNIT=y; not set: CONFIG_PCI",
         "  CONFIG_NOT_A_SYMBOL=y (suites/pci.kunitconfig:4): no such symbol in this kernel tree",
         '  CONFIG_STRINGY="xyz" (suites/pci.kunitconfig:5): is "abc" after olddefconfig',
     ]
@@ -294,6 +295,35 @@ def test_symbol_defined_in_several_files_collects_every_dependency(tree: Path) -
         "depends on PCI && !UML",
         "depends on X86",
     ]
+
+
+def test_enclosing_if_and_menu_blocks_of_the_sourcing_file_are_needs(tmp_path: Path) -> None:
+    """fs/Kconfig sources fs/ext4/Kconfig inside `if BLOCK`: EXT4_FS needs BLOCK though its own file never says so."""
+    (tmp_path / "Kconfig").write_text('source "fs/Kconfig"\nsource "arch/$(SRCARCH)/Kconfig"\n')
+    (tmp_path / "fs" / "ext4").mkdir(parents=True)
+    (tmp_path / "fs" / "Kconfig").write_text(
+        'menu "File systems"\n\tdepends on MULTIUSER\n\nif BLOCK\nsource "fs/ext4/Kconfig"\nendif # BLOCK\n'
+        "config AFTER\n\tbool\nendmenu\n"
+    )
+    (tmp_path / "fs" / "ext4" / "Kconfig").write_text(
+        'config EXT4_FS\n\ttristate "ext4"\n\tselect CRC16\n\thelp\n\t  The ext4 file system.\n\n'
+        '\t  if you say Y here, a help line starts with a keyword\n\t    menu "and this one" too.\n'
+    )
+    (tmp_path / "arch" / "x86").mkdir(parents=True)
+    (tmp_path / "arch" / "x86" / "Kconfig").write_text("config X86_ONLY\n\tbool\n\tdepends on PCI\n")
+    assert kconfig_definition(tmp_path, "EXT4_FS") == (
+        "menu depends on MULTIUSER (fs/Kconfig:1)",
+        "if BLOCK (fs/Kconfig:4)",
+    )
+    assert kconfig_definition(tmp_path, "AFTER") == ("menu depends on MULTIUSER (fs/Kconfig:1)",)
+    assert kconfig_definition(tmp_path, "X86_ONLY") == ("depends on PCI",)
+    fragment = parse_fragment("CONFIG_EXT4_FS=y\n", "ext4.kunitconfig")
+    (dropped,) = dropped_symbols(fragment, {"CONFIG_MULTIUSER": "y"}, tmp_path)
+    assert dropped.unmet == ("BLOCK",)
+    assert dropped.describe() == (
+        "CONFIG_EXT4_FS=y (ext4.kunitconfig:1): is not set after olddefconfig; Kconfig: menu depends on MULTIUSER "
+        "(fs/Kconfig:1); if BLOCK (fs/Kconfig:4); not set: CONFIG_BLOCK"
+    )
 
 
 def test_help_text_is_not_a_dependency(tmp_path: Path) -> None:
