@@ -7,7 +7,6 @@ Precedence: a command-line option beats its ini key, which beats the built-in de
 from __future__ import annotations
 
 import enum
-import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +16,9 @@ from typing import Any
 import pytest
 
 DEFAULT_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+# The series' kunit.timeout takes whole seconds from 1 to KUNIT_MAX_TIMEOUT_SECS (include/kunit/try-catch.h) and
+# ignores anything else, keeping its 300 s: refuse here what the kernel would silently refuse.
+MAX_CASE_TIMEOUT = 86400
 
 
 class Accel(enum.Enum):
@@ -62,7 +64,8 @@ OPTIONS = (
     Option("kunit_jobs", "parallel make jobs; default: the number of CPUs"),
     Option(
         "kunit_timeout",
-        "seconds a test case may run: passed to the kernel as kunit.timeout where the tree supports it; "
+        f"whole seconds (1 to {MAX_CASE_TIMEOUT}) a test case may run: passed to the kernel as kunit.timeout where "
+        "the tree supports it; "
         "a guest silent for this long plus a quarter (at most 15 s more) is killed and its running case reported "
         "timed out; default 120",
     ),
@@ -88,7 +91,7 @@ class Settings:
     patch_dirs: tuple[Path, ...] | None  # None: the default series on the packaged tarball, nothing elsewhere
     cache_dir: Path
     jobs: int
-    timeout: float
+    timeout: int
     accel: Accel
     raw: bool
     isolate: Isolate
@@ -146,11 +149,11 @@ def _positive_int(value: Any) -> int:
     return number
 
 
-def _positive_float(value: Any) -> float:
+def _case_timeout(value: Any) -> int:
     number = float(value)
-    if not math.isfinite(number) or number <= 0:
+    if not number.is_integer() or not 1 <= number <= MAX_CASE_TIMEOUT:
         raise ValueError
-    return number
+    return int(number)
 
 
 def _path(value: Any) -> Path:
@@ -210,7 +213,13 @@ def resolve(config: pytest.Config) -> Settings:
         patch_dirs=_patch_dirs(config),
         cache_dir=_convert(config, "kunit_cache_dir", _cache_default(), _path, "a path"),
         jobs=_convert(config, "kunit_jobs", os.cpu_count() or 1, _positive_int, "a positive whole number"),
-        timeout=_convert(config, "kunit_timeout", 120.0, _positive_float, "a positive number of seconds"),
+        timeout=_convert(
+            config,
+            "kunit_timeout",
+            120,
+            _case_timeout,
+            f"a whole number of seconds from 1 to {MAX_CASE_TIMEOUT} (what the kernel's kunit.timeout accepts)",
+        ),
         accel=_convert(config, "kunit_accel", Accel.TCG, Accel, "one of auto, tcg, kvm"),
         raw=bool(_raw(config, "kunit_raw")[0]),
         isolate=_convert(config, "kunit_isolate", Isolate.NONE, Isolate, "one of none, suite, case"),

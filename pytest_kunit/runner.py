@@ -124,7 +124,7 @@ class Runner:
         if kernel_filter is not None:
             args.append(f"kunit.filter_glob={kernel_filter}")
         if kernel.features.case_timeout:
-            args.append(f"kunit.timeout={int(self.settings.timeout)}")
+            args.append(f"kunit.timeout={self.settings.timeout}")
         return tuple(args)
 
     def guest(self, image: Path, arch: Arch, kernel_args: tuple[str, ...]) -> tuple[BootRecord, list[ktap.Event]]:

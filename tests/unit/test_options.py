@@ -14,6 +14,8 @@ import pytest
 from pytest_kunit import options
 from pytest_kunit.options import Accel, Isolate
 
+WHOLE_SECONDS = "a whole number of seconds from 1 to 86400 (what the kernel's kunit.timeout accepts)"
+
 
 def usage_error(pytester: pytest.Pytester, *args: str) -> str:
     """Run pytest in-process; it must stop with a usage error. Returns its stderr."""
@@ -37,9 +39,14 @@ def resolved(pytester: pytest.Pytester, *args: str) -> options.Settings:
         (["--kunit-jobs", "-2"], "--kunit-jobs: '-2' is not a positive whole number"),
         (["--kunit-jobs", "1.5"], "--kunit-jobs: '1.5' is not a positive whole number"),
         (["--kunit-jobs", "many"], "--kunit-jobs: 'many' is not a positive whole number"),
-        (["--kunit-timeout", "abc"], "--kunit-timeout: 'abc' is not a positive number of seconds"),
-        (["--kunit-timeout", "0"], "--kunit-timeout: '0' is not a positive number of seconds"),
-        (["--kunit-timeout", "-5"], "--kunit-timeout: '-5' is not a positive number of seconds"),
+        (["--kunit-timeout", "abc"], f"--kunit-timeout: 'abc' is not {WHOLE_SECONDS}"),
+        (["--kunit-timeout", "0"], f"--kunit-timeout: '0' is not {WHOLE_SECONDS}"),
+        (["--kunit-timeout", "-5"], f"--kunit-timeout: '-5' is not {WHOLE_SECONDS}"),
+        # What the kernel's kunit.timeout would refuse (keeping its 300 s) or round: refused here instead.
+        (["--kunit-timeout", "0.5"], f"--kunit-timeout: '0.5' is not {WHOLE_SECONDS}"),
+        (["--kunit-timeout", "1.9"], f"--kunit-timeout: '1.9' is not {WHOLE_SECONDS}"),
+        (["--kunit-timeout", "1e9"], f"--kunit-timeout: '1e9' is not {WHOLE_SECONDS}"),
+        (["--kunit-timeout", "86401"], f"--kunit-timeout: '86401' is not {WHOLE_SECONDS}"),
         (["--kunit-accel", "foo"], "--kunit-accel: 'foo' is not one of auto, tcg, kvm"),
         (["--kunit-accel", "KVM"], "--kunit-accel: 'KVM' is not one of auto, tcg, kvm"),
         (["--kunit-isolate", "x"], "--kunit-isolate: 'x' is not one of none, suite, case"),
@@ -83,7 +90,8 @@ def test_non_finite_timeout_is_a_usage_error(pytester: pytest.Pytester, value: s
     [
         ("kunit_jobs", "0", "'0' is not a positive whole number"),
         ("kunit_jobs", "lots", "'lots' is not a positive whole number"),
-        ("kunit_timeout", "soon", "'soon' is not a positive number of seconds"),
+        ("kunit_timeout", "soon", f"'soon' is not {WHOLE_SECONDS}"),
+        ("kunit_timeout", "2.5", f"'2.5' is not {WHOLE_SECONDS}"),
         ("kunit_accel", "hvf", "'hvf' is not one of auto, tcg, kvm"),
         ("kunit_isolate", "module", "'module' is not one of none, suite, case"),
         ("kunit_arch", "sparc", "'sparc' is not one of: "),
@@ -110,7 +118,7 @@ def test_bad_boolean_ini_value_is_a_usage_error_naming_the_key(pytester: pytest.
 def test_pyproject_ini_key_is_named_too(pytester: pytest.Pytester) -> None:
     ini = pytester.makepyprojecttoml('[tool.pytest.ini_options]\nkunit_timeout = "-1"\n')
     stderr = usage_error(pytester)
-    assert f"ERROR: ini key 'kunit_timeout' in {ini}: '-1' is not a positive number of seconds" in stderr
+    assert f"ERROR: ini key 'kunit_timeout' in {ini}: '-1' is not {WHOLE_SECONDS}" in stderr
 
 
 # --- precedence and good values ------------------------------------------------------------------------------------
@@ -125,7 +133,7 @@ def test_defaults(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
         patch_dirs=None,
         cache_dir=pytester.path / "xdg" / "pytest-kunit",
         jobs=os.cpu_count() or 1,
-        timeout=120.0,
+        timeout=120,
         accel=Accel.TCG,
         raw=False,
         isolate=Isolate.NONE,
@@ -146,7 +154,7 @@ def test_cli_beats_ini_even_when_the_ini_value_is_bad(pytester: pytest.Pytester)
         "--kunit-jobs",
         "3",
         "--kunit-timeout",
-        "2.5",
+        "2",
         "--kunit-accel",
         "kvm",
         "--kunit-isolate",
@@ -158,7 +166,7 @@ def test_cli_beats_ini_even_when_the_ini_value_is_bad(pytester: pytest.Pytester)
         "--kunit-kernel-src",
         str(source),
     )
-    assert (settings.jobs, settings.timeout, settings.accel, settings.isolate) == (3, 2.5, Accel.KVM, Isolate.SUITE)
+    assert (settings.jobs, settings.timeout, settings.accel, settings.isolate) == (3, 2, Accel.KVM, Isolate.SUITE)
     assert settings.patch_dirs == (patches.resolve(),)
     assert settings.kernel_src == source.resolve()
     # And the same run without the command-line values is refused on the first bad ini key resolved.
@@ -177,7 +185,7 @@ def test_good_ini_values_are_used(pytester: pytest.Pytester) -> None:
     settings = options.resolve(pytester.parseconfig("-p", "no:cacheprovider"))
     assert settings.enabled is True
     assert settings.raw is True
-    assert (settings.jobs, settings.timeout, settings.accel, settings.isolate) == (5, 30.0, Accel.AUTO, Isolate.CASE)
+    assert (settings.jobs, settings.timeout, settings.accel, settings.isolate) == (5, 30, Accel.AUTO, Isolate.CASE)
     assert settings.qemu == "/opt/qemu/bin/qemu-system-x86_64"
     assert settings.cache_dir.name == "cache-here"
     # Ini patch directories are relative to the rootdir, in the order written.
@@ -216,3 +224,9 @@ def test_relative_ini_paths_are_relative_to_the_rootdir_wherever_pytest_starts(
     assert settings.patch_dirs == (series.resolve(),)
     assert settings.kernel_src == linux.resolve()
     assert settings.cache_dir.resolve() == (pytester.path / "cache").resolve()
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("1", 1), ("86400", 86400), ("30.0", 30), ("1e3", 1000)])
+def test_whole_second_timeouts_within_the_kernels_range(pytester: pytest.Pytester, value: str, seconds: int) -> None:
+    timeout = resolved(pytester, "--kunit-timeout", value).timeout
+    assert timeout == seconds and isinstance(timeout, int)
