@@ -12,6 +12,9 @@ from .errors import ConfigError
 _ASSIGNMENT = re.compile(r"^(?P<symbol>CONFIG_[A-Za-z0-9_]+)=(?P<value>.*)$")
 _NOT_SET = re.compile(r"^# (?P<symbol>CONFIG_[A-Za-z0-9_]+) is not set$")
 _VALUE = re.compile(r'^(?:[ymn]|-?\d+|0[xX][0-9a-fA-F]+|"(?:[^"\\]|\\.)*")$')
+# A malformed file is echoed only this far: the first few bad lines, each cut short, then a count.
+SHOWN_PROBLEMS = 5
+SHOWN_LINE = 80
 
 
 @dataclass(frozen=True)
@@ -56,19 +59,42 @@ def parse_fragment(text: str, origin: str) -> Fragment:
             continue
         assignment = _ASSIGNMENT.match(line)
         if not assignment or not _VALUE.match(assignment["value"]):
-            problems.append(f'{where}: {raw.strip()!r} is not CONFIG_NAME=y|m|n|number|"string"')
+            problems.append(f'{where}: {_quoted(raw.strip())} is not CONFIG_NAME=y|m|n|number|"string"')
             continue
         entries[assignment["symbol"]] = Entry(assignment["symbol"], assignment["value"], where)
     if problems:
+        shown = problems[:SHOWN_PROBLEMS]
+        if len(problems) > len(shown):
+            shown.append(f"... and {len(problems) - len(shown)} more malformed lines")
         raise ConfigError(
-            "Malformed kunitconfig line(s):\n  " + "\n  ".join(problems),
+            "Malformed kunitconfig line(s):\n  " + "\n  ".join(shown),
             "write each line as CONFIG_NAME=value or '# CONFIG_NAME is not set'; '#' starts a comment.",
         )
     return Fragment(tuple(entries.values()))
 
 
+def _quoted(line: str) -> str:
+    return repr(line if len(line) <= SHOWN_LINE else line[:SHOWN_LINE] + "...")
+
+
 def read_fragment(path: Path) -> Fragment:
-    return parse_fragment(path.read_text(errors="replace"), str(path))
+    """A kunitconfig file that is text and asks for at least one symbol (an empty one would build a kernel that
+    runs no test)."""
+    data = path.read_bytes()
+    text = data.decode(errors="replace")
+    if b"\0" in data or text.count("\ufffd") > len(text) // 20:
+        raise ConfigError(
+            f"{path} is not a kunitconfig: it holds binary data.",
+            "point pytest at a text file of CONFIG_NAME=value lines, or rename this file so it does not end "
+            "in .kunitconfig.",
+        )
+    fragment = parse_fragment(text, str(path))
+    if not fragment.entries:
+        raise ConfigError(
+            f"{path} sets no CONFIG_ option: its kernel would hold no test.",
+            "add the options of the tests to run (CONFIG_KUNIT_EXAMPLE_TEST=y, for instance), or remove the file.",
+        )
+    return fragment
 
 
 def read_dotconfig(text: str) -> dict[str, str]:

@@ -133,6 +133,34 @@ def test_read_fragment_uses_the_path_as_origin(tmp_path: Path) -> None:
     assert read_fragment(path).entries == (Entry("CONFIG_KUNIT", "y", f"{path}:1"),)
 
 
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n# pytest-kunit: manual\n"])
+def test_fragment_that_sets_nothing_is_refused_by_name(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "empty.kunitconfig"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as raised:
+        read_fragment(path)
+    assert raised.value.what == f"{path} sets no CONFIG_ option: its kernel would hold no test."
+
+
+def test_binary_fragment_is_refused_without_echoing_it(tmp_path: Path) -> None:
+    path = tmp_path / "x.kunitconfig"
+    path.write_bytes(bytes(range(256)) * 2000)
+    with pytest.raises(ConfigError) as raised:
+        read_fragment(path)
+    assert raised.value.render().startswith(f"{path} is not a kunitconfig: it holds binary data.")
+    assert len(raised.value.render()) < 400
+
+
+def test_many_malformed_lines_are_echoed_only_in_part() -> None:
+    text = "".join(f"line {number} " + "x" * 1000 + "\n" for number in range(1, 501))
+    with pytest.raises(ConfigError) as raised:
+        parse_fragment(text, "big.kunitconfig")
+    lines = raised.value.what.splitlines()
+    assert len(lines) == 7  # the headline, five bad lines, the count
+    assert lines[1].startswith("  big.kunitconfig:1: 'line 1 xxx") and "x..." in lines[1] and len(lines[1]) < 160
+    assert lines[-1] == "  ... and 495 more malformed lines"
+
+
 # --- merging -------------------------------------------------------------------------------------------------------
 
 
