@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from .tree import patch_series
+
 DEFAULT_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 # The series' kunit.timeout takes whole seconds from 1 to KUNIT_MAX_TIMEOUT_SECS (include/kunit/try-catch.h) and
 # ignores anything else, keeping its 300 s: refuse here what the kernel would silently refuse.
@@ -54,7 +56,8 @@ OPTIONS = (
     ),
     Option(
         "kunit_patches",
-        "a directory of *.patch files applied in order on the tree; repeatable; 'none' applies nothing; "
+        "a directory of *.patch and *.diff files (git or plain unified diffs) applied in order on the tree; "
+        "repeatable; 'none' applies nothing; "
         f"default: pytest-kunit's own series on {DEFAULT_TARBALL}, nothing on any other tree",
         "paths",
     ),
@@ -187,6 +190,11 @@ def _patch_dirs(config: pytest.Config) -> tuple[Path, ...] | None:
         if not path.is_dir():
             raise pytest.UsageError(
                 f"{source}: {entry!r} is not a directory of patches (use 'none' to apply no patches)"
+            )
+        if not patch_series((path,)).patches:
+            raise pytest.UsageError(
+                f"{source}: {entry!r} holds no patch (no *.patch or *.diff file with a diff in it; "
+                "use 'none' to apply no patches)"
             )
         dirs.append(path)
     return tuple(dirs)

@@ -19,7 +19,7 @@ from .overlay import install, suite_dir_for
 from .progress import Progress
 from .runner import Kernel, Runner, Stats, list_cases
 from .sources import case_locations
-from .tree import PreparedTree, enclosing_tree, patch_files, prepare
+from .tree import PreparedTree, enclosing_tree, patch_series, prepare
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,12 @@ class SessionState:
         return TreeChoice(source, patches, reason)
 
     def describe(self, choice: TreeChoice) -> str:
-        count = len(patch_files(choice.patch_dirs))
-        patches = f"{count} patches from {', '.join(map(str, choice.patch_dirs))}" if count else "no patches"
+        series = patch_series(choice.patch_dirs)
+        count = len(series.patches)
+        noun = "patch" if count == 1 else "patches"
+        patches = f"{count} {noun} from {', '.join(map(str, choice.patch_dirs))}" if count else "no patches"
+        if series.without_diff:
+            patches += f" (left out, holding no diff: {', '.join(path.name for path in series.without_diff)})"
         return f"kernel tree {choice.source} ({choice.reason}), {patches}, arch {self.settings.arch}"
 
     def tree(self, choice: TreeChoice, writable: bool) -> PreparedTree:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -32,14 +33,35 @@ class PreparedTree:
     features: TreeFeatures
 
 
-def patch_files(patch_dirs: tuple[Path, ...]) -> list[Path]:
-    """The series to apply, in order: each directory's *.patch files sorted by name, cover letters left out."""
-    files: list[Path] = []
+# What `git apply` takes: a git diff, or a plain unified diff (`diff -u`, quilt), whose file header is a `---` line
+# followed by a `+++` line.
+_DIFF = re.compile(r"^(?:diff --git |--- \S.*\n\+\+\+ \S)", re.MULTILINE)
+PATCH_SUFFIXES = (".patch", ".diff")
+
+
+@dataclass(frozen=True)
+class Series:
+    """The patch files of some directories, in the order they are applied."""
+
+    patches: tuple[Path, ...]
+    without_diff: tuple[Path, ...]  # files named like patches that change nothing (cover letters): left out
+
+
+def patch_series(patch_dirs: tuple[Path, ...]) -> Series:
+    """Each directory's *.patch and *.diff files sorted by name, directories in the order given."""
+    patches: list[Path] = []
+    without_diff: list[Path] = []
     for directory in patch_dirs:
-        for path in sorted(directory.glob("*.patch")):
-            if path.is_file() and "diff --git" in path.read_text(errors="replace"):
-                files.append(path.resolve())  # `git apply` runs inside the tree
-    return files
+        for path in sorted(entry for entry in directory.iterdir() if entry.suffix in PATCH_SUFFIXES):
+            if path.is_file():
+                has_diff = _DIFF.search(path.read_text(errors="replace")) is not None
+                (patches if has_diff else without_diff).append(path.resolve())  # `git apply` runs in the tree
+    return Series(tuple(patches), tuple(without_diff))
+
+
+def patch_files(patch_dirs: tuple[Path, ...]) -> list[Path]:
+    """The series to apply, in order, cover letters left out."""
+    return list(patch_series(patch_dirs).patches)
 
 
 def _digest(*parts: str | bytes) -> str:

@@ -3,6 +3,9 @@ value, a flooding guest, a hung accelerator): each ends in one clear paragraph, 
 
 from __future__ import annotations
 
+import difflib
+from pathlib import Path
+
 import pytest
 
 from .conftest import FakeKernel
@@ -38,3 +41,33 @@ def test_binary_fragment_is_refused_in_a_few_lines(pytester: pytest.Pytester, fa
     result.stdout.fnmatch_lines(["*x.kunitconfig is not a kunitconfig: it holds binary data.*"])
     assert len(result.stdout.str()) < 4000
     no_traceback(result)
+
+
+def test_plain_unified_diff_is_applied_and_a_cover_letter_named(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path
+) -> None:
+    series = tmp_path / "series"
+    series.mkdir()
+    (series / "0000-cover-letter.patch").write_text("Subject: [PATCH 0/1] pass\n\n guest.json | 2 +-\n")
+    before = (fake_kernel.tree / "guest.json").read_text()
+    after = before.replace('"outcome": "fail",', "")
+    diff = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), "a/guest.json", "b/guest.json"
+    )
+    (series / "0001-pass.diff").write_text("".join(diff))
+    arguments = [arg for arg in fake_kernel.options() if arg != "--kunit-patches=none"]
+    result = project.runpytest(*arguments, f"--kunit-patches={series}", "-k", "example_failing_test")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*1 patch from *series (left out, holding no diff: 0000-cover-letter.patch)*"])
+
+
+def test_patch_directory_holding_no_patch_is_a_usage_error(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    arguments = [arg for arg in fake_kernel.options() if arg != "--kunit-patches=none"]
+    result = project.runpytest(*arguments, f"--kunit-patches={empty}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--kunit-patches: '{empty}' holds no patch*use 'none' to apply no patches*"])
+    assert fake_kernel.boots() == []

@@ -70,10 +70,27 @@ def test_parseconfigure_raises_usage_error_naming_the_flag(pytester: pytest.Pyte
         resolved(pytester, "--kunit-isolate", "everything")
 
 
+def series(directory: Path) -> Path:
+    """A directory holding one patch."""
+    directory.mkdir()
+    (directory / "0001-fix.patch").write_text("--- a/Makefile\n+++ b/Makefile\n@@ -1 +1 @@\n-a\n+b\n")
+    return directory
+
+
 def test_second_patch_directory_missing_is_named(pytester: pytest.Pytester) -> None:
-    pytester.mkdir("patches")
+    series(pytester.path / "patches")
     stderr = usage_error(pytester, "--kunit-patches", "patches", "--kunit-patches", "gone")
     assert "--kunit-patches: 'gone' is not a directory of patches (use 'none' to apply no patches)" in stderr
+
+
+def test_patch_directory_without_patches_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    empty = pytester.mkdir("empty")
+    (empty / "0000-cover-letter.patch").write_text("Subject: [PATCH 0/1] a series\n\n lib/x.c | 2 +-\n")
+    stderr = usage_error(pytester, "--kunit-patches", "empty")
+    assert (
+        "--kunit-patches: 'empty' holds no patch (no *.patch or *.diff file with a diff in it; "
+        "use 'none' to apply no patches)"
+    ) in stderr
 
 
 @pytest.mark.parametrize("value", ["nan", "inf"])
@@ -148,7 +165,7 @@ def test_cli_beats_ini_even_when_the_ini_value_is_bad(pytester: pytest.Pytester)
         "kunit_arch = vax\nkunit_patches = nowhere\nkunit_kernel_src = nothing-here\n"
     )
     source = pytester.mkdir("linux")
-    patches = pytester.mkdir("mine")
+    patches = series(pytester.path / "mine")
     settings = resolved(
         pytester,
         "--kunit-jobs",
@@ -175,8 +192,8 @@ def test_cli_beats_ini_even_when_the_ini_value_is_bad(pytester: pytest.Pytester)
 
 
 def test_good_ini_values_are_used(pytester: pytest.Pytester) -> None:
-    pytester.mkdir("series-a")
-    pytester.mkdir("series-b")
+    series(pytester.path / "series-a")
+    series(pytester.path / "series-b")
     pytester.makeini(
         "[pytest]\nkunit = true\nkunit_raw = yes\nkunit_jobs = 5\nkunit_timeout = 30\nkunit_accel = auto\n"
         "kunit_isolate = case\nkunit_qemu = /opt/qemu/bin/qemu-system-x86_64\nkunit_cache_dir = cache-here\n"
@@ -204,7 +221,7 @@ def test_patches_none_and_default_series(pytester: pytest.Pytester) -> None:
 def test_cli_patch_directories_are_relative_to_the_invocation_directory(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\n")
     sub = pytester.mkdir("sub")
-    (sub / "series").mkdir()
+    series(sub / "series")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(sub)
         settings = resolved(pytester, "--kunit-patches", "series", "--rootdir", str(pytester.path))
@@ -216,12 +233,12 @@ def test_relative_ini_paths_are_relative_to_the_rootdir_wherever_pytest_starts(
 ) -> None:
     pytester.makeini("[pytest]\nkunit_kernel_src = linux\nkunit_cache_dir = cache\nkunit_patches = series\n")
     linux = pytester.mkdir("linux")
-    series = pytester.mkdir("series")
+    patches = series(pytester.path / "series")
     monkeypatch.chdir(pytester.mkdir("sub"))
     config = pytester.parseconfig("-p", "no:cacheprovider")
     assert config.rootpath == pytester.path
     settings = options.resolve(config)
-    assert settings.patch_dirs == (series.resolve(),)
+    assert settings.patch_dirs == (patches.resolve(),)
     assert settings.kernel_src == linux.resolve()
     assert settings.cache_dir.resolve() == (pytester.path / "cache").resolve()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.errors import TreeError
-from pytest_kunit.tree import TreeFeatures, apply_patches, detect_features, patch_files
+from pytest_kunit.tree import TreeFeatures, apply_patches, detect_features, patch_files, patch_series
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -47,6 +47,17 @@ GOOD = make_patch(
 """,
 )
 
+# What `diff -u` or quilt writes: no git header, no mail header.
+PLAIN = """\
+--- a/lib/kunit/hello.c\t2024-01-01 00:00:00.000000000 +0000
++++ b/lib/kunit/hello.c\t2024-01-02 00:00:00.000000000 +0000
+@@ -1,3 +1,3 @@
+ line one
+-line two
++line 2
+ line three
+"""
+
 BAD = make_patch(
     "lib/kunit/hello.c",
     """\
@@ -84,22 +95,24 @@ def test_patch_files_order_and_cover_letters(tmp_path: Path) -> None:
     (first / "0010-tenth.patch").write_text(GOOD)
     (first / "README").write_text("diff --git but not a patch file")
     (first / "0003-notes.diff").write_text(GOOD)
+    (first / "0004-plain.patch").write_text(PLAIN)
     (second / "0001-other-first.patch").write_text(GOOD)
     (second / "0000-cover-letter.patch").write_text(COVER_LETTER)
 
     assert patch_files((first, second)) == [
         first / "0001-first.patch",
         first / "0002-second.patch",
+        first / "0003-notes.diff",
+        first / "0004-plain.patch",
         first / "0010-tenth.patch",
         second / "0001-other-first.patch",
     ]
     # Directories are taken in the order given, not merged and re-sorted.
-    assert patch_files((second, first)) == [
-        second / "0001-other-first.patch",
-        first / "0001-first.patch",
-        first / "0002-second.patch",
-        first / "0010-tenth.patch",
-    ]
+    assert patch_files((second, first))[:2] == [second / "0001-other-first.patch", first / "0001-first.patch"]
+    assert patch_series((first, second)).without_diff == (
+        first / "0000-cover-letter.patch",
+        second / "0000-cover-letter.patch",
+    )
     assert patch_files(()) == []
 
 
@@ -128,6 +141,15 @@ def test_a_good_patch_applies(tree: Path, tmp_path: Path) -> None:
     assert (tree / "lib" / "kunit" / "hello.c").read_text() == "line one\nline 2\nline three\n"
     assert (tree / "lib" / "kunit" / "added.c").read_text() == "// new\n"
     apply_patches(tree, [])
+
+
+@needs_git
+def test_a_plain_unified_diff_applies(tree: Path, tmp_path: Path) -> None:
+    plain = tmp_path / "fix.diff"
+    plain.write_text(PLAIN)
+    assert patch_files((tmp_path,)) == [plain]
+    apply_patches(tree, [plain])
+    assert (tree / "lib" / "kunit" / "hello.c").read_text() == "line one\nline 2\nline three\n"
 
 
 @needs_git
