@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 import warnings
@@ -41,19 +42,20 @@ def write_atomically(path: Path, text: str) -> None:
 def _read_json(path: Path, valid: Callable[[Any], bool]) -> Any | None:
     """The file's JSON if it exists and `valid` accepts it; a damaged file is removed with a warning."""
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except FileNotFoundError:
         return None
     try:
-        data = json.loads(text)
+        data = json.loads(raw.decode())
         if valid(data):
             return data
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, AttributeError):  # undecodable, not JSON, or not the expected shape
         pass
+    # Gone before the note, so a run that turns warnings into errors still finds the file rebuilt next time.
+    path.unlink(missing_ok=True)
     warnings.warn(
         CacheWarning(f"pytest-kunit: discarded the damaged cache file {path}; it will be rebuilt"), stacklevel=2
     )
-    path.unlink(missing_ok=True)
     return None
 
 
@@ -69,11 +71,16 @@ def _valid_list(data: Any) -> bool:
     return (
         isinstance(data, dict)
         and data.get("format") == LIST_FORMAT
+        and isinstance(data.get("cases"), list)
         and all(
             isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)
             for pair in data["cases"]
         )
-        and all(isinstance(where, list) and len(where) == 2 for where in data["locations"].values())
+        and isinstance(data.get("locations"), dict)
+        and all(
+            isinstance(where, list) and len(where) == 2 and isinstance(where[0], str) and type(where[1]) is int
+            for where in data["locations"].values()
+        )
     )
 
 
@@ -86,7 +93,7 @@ def load_case_list(cache_dir: Path, digest: str) -> CaseList | None:
     if data is None:
         return None
     cases = tuple((suite, case) for suite, case in data["cases"])
-    locations = {name: (file, int(line)) for name, (file, line) in data["locations"].items()}
+    locations = {name: (file, line) for name, (file, line) in data["locations"].items()}
     return CaseList(cases, locations)
 
 
@@ -102,7 +109,8 @@ def _durations_file(cache_dir: Path, rootpath: Path) -> Path:
 
 def _valid_durations(data: Any) -> bool:
     return isinstance(data, dict) and all(
-        isinstance(suites, dict) and all(isinstance(seconds, int | float) for seconds in suites.values())
+        isinstance(suites, dict)
+        and all(type(seconds) in (int, float) and 0 <= seconds < math.inf for seconds in suites.values())
         for suites in data.values()
     )
 

@@ -71,3 +71,26 @@ def test_patch_directory_holding_no_patch_is_a_usage_error(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*--kunit-patches: '{empty}' holds no patch*use 'none' to apply no patches*"])
     assert fake_kernel.boots() == []
+
+
+@pytest.mark.parametrize(
+    "damage", [b"", b'{"format": 3, "cases": [["example", "ex', b"\x00\xff" * 64], ids=["empty", "cut", "binary"]
+)
+def test_damaged_case_list_is_discarded_and_rebuilt(
+    project: pytest.Pytester, fake_kernel: FakeKernel, damage: bytes
+) -> None:
+    project.runpytest(*fake_kernel.options()).assert_outcomes(passed=3, failed=2, skipped=1)
+    (listing,) = fake_kernel.cache.glob("lists/*.json")
+    listing.write_bytes(damage)
+    result = project.runpytest(*fake_kernel.options())
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    result.stdout.fnmatch_lines(
+        [f"*CacheWarning: pytest-kunit: discarded the damaged cache file {listing}; it will be rebuilt"]
+    )
+    assert "JSONDecodeError" not in result.stdout.str()
+    no_traceback(result)
+    # Rebuilt from a second list boot, and served silently from then on.
+    assert [boot["params"].get("kunit.action") for boot in fake_kernel.boots()].count("list") == 2
+    again = project.runpytest(*fake_kernel.options())
+    again.assert_outcomes(passed=3, failed=2, skipped=1)
+    assert "CacheWarning" not in again.stdout.str()
