@@ -6,15 +6,23 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from xdist.scheduler import LoadScopeScheduling
+from xdist.scheduler import LoadFileScheduling, LoadGroupScheduling, LoadScopeScheduling
 
 from .cache import load_durations
 from .planning import Durations, case_from_nodeid, plan_batches
 from .session import STATE
 from .workers import DURATIONS_KEY
 
-# The --dist modes whose scheduling of other tests is a scope rule LoadScopeScheduling can express.
-MODES = ("load", "loadscope", "loadfile", "loadgroup", "worksteal")
+# The --dist modes this scheduler serves, each with how it scopes tests that are not kunit cases: None for the test
+# itself (load, worksteal), else the rule of xdist's own scheduler for that mode (so it is the installed xdist's rule).
+SCOPE_RULES: dict[str, Any] = {
+    "load": None,
+    "worksteal": None,
+    "loadscope": LoadScopeScheduling._split_scope,
+    "loadfile": LoadFileScheduling._split_scope,
+    "loadgroup": LoadGroupScheduling._split_scope,
+}
+BATCH_SCOPE = "kunit-batch:"
 
 
 class KunitScheduling(LoadScopeScheduling):  # type: ignore[misc]
@@ -27,6 +35,7 @@ class KunitScheduling(LoadScopeScheduling):  # type: ignore[misc]
         self._mode = mode
         self._durations = durations
         self._plan: dict[str, str] | None = None
+        self._boots_first = False
 
     def _kunit_plan(self) -> dict[str, str]:
         if self._plan is None:
@@ -39,14 +48,18 @@ class KunitScheduling(LoadScopeScheduling):  # type: ignore[misc]
     def _split_scope(self, nodeid: str) -> str:
         batch = self._kunit_plan().get(nodeid)
         if batch is not None:
-            return f"kunit:{batch}"
-        if self._mode == "loadscope":
-            return str(super()._split_scope(nodeid))
-        if self._mode == "loadfile":
-            return nodeid.split("::", 1)[0]
-        if self._mode == "loadgroup" and "@" in nodeid:
-            return nodeid.split("@")[-1]
-        return nodeid
+            return BATCH_SCOPE + batch
+        rule = SCOPE_RULES[self._mode]
+        return nodeid if rule is None else str(rule(self, nodeid))
+
+    def _assign_work_unit(self, node: Any) -> None:
+        if not self._boots_first:
+            # A batch is a boot, the longest unit there is: hand batches out first (in their order), so every worker
+            # starts its guest at once instead of one worker booting batch after batch while the other runs tests.
+            self._boots_first = True
+            for scope in [scope for scope in self.workqueue if scope.startswith(BATCH_SCOPE)][::-1]:
+                self.workqueue.move_to_end(scope, last=False)
+        super()._assign_work_unit(node)
 
 
 class KunitXdist:
@@ -64,7 +77,7 @@ class KunitXdist:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         mode = config.getvalue("dist")
-        if mode in MODES:
+        if mode in SCOPE_RULES:
             return KunitScheduling(config, log, mode, self.durations)
         return None
 
