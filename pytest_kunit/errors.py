@@ -12,6 +12,10 @@ class KunitError(Exception):
         self.remedy = remedy
         self.detail = detail
 
+    def repeated(self, first: str) -> KunitError:
+        """The same error for another item it stops: its headline, and where the whole paragraph was reported."""
+        return type(self)(self.what, detail=f"Not tried again: the same error as for {first}, reported there in full.")
+
     def render(self) -> str:
         parts = [self.what]
         if self.remedy:

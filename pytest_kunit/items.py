@@ -120,7 +120,16 @@ class KunitCase(pytest.Item):
         self.outcome: Outcome | None = None
 
     def setup(self) -> None:
-        self.outcome = _state(self).runner.outcome(self.kernel, self.suite, self.name, self.nodeid)
+        failure: KunitError | None = None
+        try:
+            self.outcome = _state(self).runner.outcome(self.kernel, self.suite, self.name, self.nodeid)
+        except KunitError as error:
+            failure = error
+        if failure is not None:
+            # pytest renders set-up errors itself (a traceback), never through repr_failure; outside the `except`,
+            # so no "during handling" chain is shown either.
+            pytest.fail(failure.render(), pytrace=False)
+        assert self.outcome is not None
         if self.outcome.result.status is Status.NO_RESULT:
             # No result line is an error of the run (reported at setup), never a pass.
             self._attach_console()

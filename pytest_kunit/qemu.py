@@ -108,14 +108,23 @@ class Guest:
         self.record = BootRecord(command_line(request))
         self._sink = sink
         self._started = time.monotonic()
-        self._child = pexpect.spawn(
-            self.record.command[0],
-            self.record.command[1:],
-            encoding="utf-8",
-            codec_errors="replace",
-            timeout=request.silence_timeout,
-            echo=False,
-        )
+        try:
+            self._child = pexpect.spawn(
+                self.record.command[0],
+                self.record.command[1:],
+                encoding="utf-8",
+                codec_errors="replace",
+                timeout=request.silence_timeout,
+                echo=False,
+            )
+        except (OSError, pexpect.ExceptionPexpect) as error:
+            why = (error.strerror if isinstance(error, OSError) else None) or str(error)
+            if isinstance(error, FileNotFoundError):
+                why += " (the program exists: its #! interpreter or a library it needs does not)"
+            raise BootError(
+                f"QEMU could not be started: {self.record.command[0]}: {why}.",
+                "check that --kunit-qemu (ini: kunit_qemu) names a QEMU that runs: try it with --version.",
+            ) from None
         _LIVE.add(self._child)
 
     def lines(self, first_output_timeout: float | None = None) -> Iterator[str]:

@@ -12,6 +12,7 @@ from . import ktap
 from .arch import Arch
 from .build import BuildResult
 from .decode import decode_stacktrace
+from .errors import KunitError
 from .options import Accel, Settings
 from .planning import CaseId, PlannedCase, executed_cases, list_filter, single_glob_filters
 from .qemu import KVM_FIRST_OUTPUT, BootRecord, BootRequest, Guest, kvm_usable, watchdog_seconds
@@ -66,6 +67,9 @@ class Runner:
         self.batches: dict[str, list[PlannedCase]] = {}
         self.suite_seconds: dict[str, dict[str, float]] = {}
         self.outcomes: dict[str, dict[CaseId, Outcome]] = {}
+        # Per kernel, why it could not be booted at all: its other cases get the same word, not another try.
+        self.failed: dict[str, tuple[KunitError, str]] = {}  # the error raised, and the node id it was reported on
+        self.unbootable: dict[str, tuple[Path, str]] = {}  # a boot that never reached KUnit: its console and why
         self.accel = self._initial_accel()
         self._boot_number = 0
 
@@ -86,11 +90,23 @@ class Runner:
         """The outcome of one case, booting its whole batch the first time one of the batch's cases asks."""
         known = self.outcomes.setdefault(kernel.key, {})
         if (suite, case) not in known:
+            if kernel.key in self.failed:
+                error, first = self.failed[kernel.key]
+                raise error.repeated(first)
             batch = self.batches.get(self.batch_of.get(nodeid, nodeid), [])
             cases = [(c.suite, c.case) for c in batch if c.kernel == kernel.key and (c.suite, c.case) not in known]
             if (suite, case) not in cases:
                 cases.append((suite, case))
-            self.run(kernel, cases)
+            if kernel.key in self.unbootable:
+                console, why = self.unbootable[kernel.key]
+                for wanted in cases:
+                    known[wanted] = self._no_result(wanted, console, why)
+                return known[(suite, case)]
+            try:
+                self.run(kernel, cases)
+            except KunitError as error:
+                self.failed[kernel.key] = (error, nodeid)
+                raise
         return known[(suite, case)]
 
     def run(self, kernel: Kernel, wanted: Sequence[CaseId]) -> None:
@@ -159,6 +175,7 @@ class Runner:
         if not record.ktap_started:
             # Nothing ran: every case of this boot carries the same explanation, and no further boot is tried.
             why = f"{boot_failure(record).render()}\nWhole console: {console}"
+            self.unbootable[kernel.key] = (console, why)
             for case in wanted:
                 known.setdefault(case, self._no_result(case, console, why))
             return False

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FakeKernel
+from .conftest import FAKE, FakeKernel
 
 
 def no_traceback(result: pytest.RunResult) -> None:
@@ -94,3 +94,48 @@ def test_damaged_case_list_is_discarded_and_rebuilt(
     again = project.runpytest(*fake_kernel.options())
     again.assert_outcomes(passed=3, failed=2, skipped=1)
     assert "CacheWarning" not in again.stdout.str()
+
+
+def qemu_script(directory: Path, body: str) -> Path:
+    """A stand-in for QEMU: a shell script that logs each start to `starts` beside it."""
+    script = directory / "qemu-system-x86_64"
+    script.write_text(f"#!/bin/sh\necho started >> {directory / 'starts'}\n{body}\n")
+    script.chmod(0o755)
+    return script
+
+
+def starts(directory: Path) -> int:
+    log = directory / "starts"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+@pytest.mark.parametrize("qemu", ["/nonexistent/qemu-system-x86_64", "bad-interpreter"])
+def test_qemu_that_cannot_start_is_one_paragraph_per_item_never_retried(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path, qemu: str
+) -> None:
+    project.runpytest(*fake_kernel.options()).assert_outcomes(passed=3, failed=2, skipped=1)  # caches the list
+    if qemu == "bad-interpreter":
+        qemu = str(qemu_script(tmp_path, "").rename(tmp_path / "qemu"))
+        Path(qemu).write_text("#!/nonexistent/interpreter\n")
+    result = project.runpytest(*fake_kernel.options(f"--kunit-qemu={qemu}", "-rE"))
+    result.assert_outcomes(errors=6)
+    text = result.stdout.str()
+    no_traceback(result)
+    headline = "QEMU is not installed" if qemu.startswith("/nonexistent") else "QEMU could not be started"
+    assert sum(line.startswith(headline) for line in text.splitlines()) == 6  # one paragraph for each item
+    assert "During handling" not in text
+    assert text.count("What to do:") == 1
+    assert text.count("Not tried again: the same error as for kunit.kunitconfig::") == 5
+
+
+def test_guest_that_never_reaches_kunit_is_booted_once_per_kernel(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path
+) -> None:
+    # QEMU lists the cases, then fails every boot that would run them.
+    fails = f'case "$*" in *kunit.action=list*) exec {FAKE / "qemu"} "$@";; esac\necho "qemu: fatal" >&2; exit 1'
+    qemu = qemu_script(tmp_path, fails)
+    # Every case in a boot of its own: the first shows the kernel cannot be booted; the other five are not tried.
+    result = project.runpytest(*fake_kernel.options(f"--kunit-qemu={qemu}", "--kunit-isolate=case"))
+    result.assert_outcomes(errors=6)
+    result.stdout.fnmatch_lines(["*qemu: fatal*"])
+    assert starts(tmp_path) == 2  # the list boot, then one boot for six cases
