@@ -10,14 +10,14 @@ import os
 import tempfile
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .locking import cache_lock
-from .planning import CaseId, Durations
+from .planning import Attributes, CaseId, Durations
 
-LIST_FORMAT = 3
+LIST_FORMAT = 4
 
 
 class CacheWarning(UserWarning):
@@ -65,6 +65,7 @@ class CaseList:
 
     cases: tuple[CaseId, ...]
     locations: dict[str, tuple[str, int]]
+    attributes: dict[CaseId, Attributes] = field(default_factory=dict)
 
 
 def _valid_list(data: Any) -> bool:
@@ -81,6 +82,7 @@ def _valid_list(data: Any) -> bool:
             isinstance(where, list) and len(where) == 2 and isinstance(where[0], str) and type(where[1]) is int
             for where in data["locations"].values()
         )
+        and all(isinstance(entry, list) and len(entry) == 3 for entry in data["attributes"])
     )
 
 
@@ -94,11 +96,15 @@ def load_case_list(cache_dir: Path, digest: str) -> CaseList | None:
         return None
     cases = tuple((suite, case) for suite, case in data["cases"])
     locations = {name: (file, line) for name, (file, line) in data["locations"].items()}
-    return CaseList(cases, locations)
+    attributes = {
+        (suite, case): tuple((key, value) for key, value in pairs) for suite, case, pairs in data["attributes"]
+    }
+    return CaseList(cases, locations, attributes)
 
 
 def save_case_list(cache_dir: Path, digest: str, listing: CaseList) -> None:
-    data = {"format": LIST_FORMAT, "cases": listing.cases, "locations": listing.locations}
+    attributes = [[suite, case, pairs] for (suite, case), pairs in listing.attributes.items()]
+    data = {"format": LIST_FORMAT, "cases": listing.cases, "locations": listing.locations, "attributes": attributes}
     write_atomically(case_list_path(cache_dir, digest), json.dumps(data))
 
 

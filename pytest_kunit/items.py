@@ -10,6 +10,7 @@ import pytest
 
 from .errors import KunitError
 from .ktap import Status
+from .planning import is_slow
 from .report import params_text, render_failure
 
 if TYPE_CHECKING:
@@ -29,7 +30,13 @@ class KunitCaseError(Exception):
 
 # A fragment whose lines include this is collected only when named on the command line (suites that fail on purpose).
 MANUAL = "# pytest-kunit: manual"
-IN_TREE_NAME = ".kunitconfig"  # kunit.py's name for a subsystem's fragment: fs/ext4/.kunitconfig
+IN_TREE_NAME = ".kunitconfig"
+# Markers from KUnit's test attributes (6.6+): `-m "not slow"` leaves out what KUnit calls slow or very_slow.
+SLOW_MARKER = "slow"
+MARKERS = (
+    f"{SLOW_MARKER}: a kernel test case KUnit marks speed: slow or very_slow",
+    "kunit_module(name): the kernel module a KUnit suite belongs to",
+)  # kunit.py's name for a subsystem's fragment: fs/ext4/.kunitconfig
 
 
 def is_fragment(path: Path) -> bool:
@@ -118,6 +125,13 @@ class KunitCase(pytest.Item):
         self.kernel = kernel
         self.suite = suite
         self.outcome: Outcome | None = None
+        self.attributes = dict(kernel.attributes.get((suite, self.name), ()))
+        if is_slow(tuple(self.attributes.items())):
+            self.add_marker(SLOW_MARKER)
+        if "module" in self.attributes:
+            self.add_marker(pytest.mark.kunit_module(self.attributes["module"]))
+        # Every attribute the kernel gave this case reaches JUnit's properties.
+        self.user_properties.extend((f"kunit_{name}", value) for name, value in self.attributes.items())
 
     def setup(self) -> None:
         failure: KunitError | None = None

@@ -78,17 +78,50 @@ def plan_batches(
     return plan
 
 
+Attributes = tuple[tuple[str, str], ...]
+# KUnit's speeds, slowest first (lib/kunit/attributes.c); a case without one runs at normal speed.
+SPEEDS = ("very_slow", "slow", "normal")
+NOT_SLOW = "speed>slow"  # kunit.filter (6.6+) keeping only the cases that are not slow
+
+
+def is_slow(attributes: Attributes) -> bool:
+    return dict(attributes).get("speed", "normal") in ("very_slow", "slow")
+
+
+@dataclass(frozen=True)
+class BootFilter:
+    """What one boot runs: kunit.filter_glob (None: every suite) and, on kernels with attributes, kunit.filter."""
+
+    glob: str | None = None
+    attributes: str | None = None
+
+    def kernel_args(self) -> tuple[str, ...]:
+        args = [f"kunit.filter_glob={self.glob}"] if self.glob is not None else []
+        if self.attributes is not None:
+            args.append(f"kunit.filter={self.attributes}")
+        return tuple(args)
+
+    def describe(self) -> str:
+        return " ".join(self.kernel_args()) or "(none: every case)"
+
+
 def _glob_matches(glob: str, case: CaseId) -> bool:
     suite_glob, _, case_glob = glob.partition(".")
     return fnmatch.fnmatchcase(case[0], suite_glob) and fnmatch.fnmatchcase(case[1], case_glob or "*")
 
 
-def executed_cases(all_cases: Sequence[CaseId], kernel_filter: str | None) -> list[CaseId]:
-    """The cases a boot with this kunit.filter_glob runs, in the order it runs them."""
-    if kernel_filter is None:
-        return list(all_cases)
-    globs = kernel_filter.split(",")
-    return [case for case in all_cases if any(_glob_matches(glob, case) for glob in globs)]
+def executed_cases(
+    all_cases: Sequence[CaseId], boot: BootFilter | str | None, attributes: Mapping[CaseId, Attributes] | None = None
+) -> list[CaseId]:
+    """The cases a boot with this filter runs, in the order it runs them."""
+    boot = boot if isinstance(boot, BootFilter) else BootFilter(boot)
+    cases = list(all_cases)
+    if boot.glob is not None:
+        globs = boot.glob.split(",")
+        cases = [case for case in cases if any(_glob_matches(glob, case) for glob in globs)]
+    if boot.attributes == NOT_SLOW:
+        cases = [case for case in cases if not is_slow((attributes or {}).get(case, ()))]
+    return cases
 
 
 def list_filter(all_cases: Sequence[CaseId], wanted: Sequence[CaseId]) -> str | None:
@@ -113,16 +146,33 @@ def list_filter(all_cases: Sequence[CaseId], wanted: Sequence[CaseId]) -> str | 
     return ",".join(dict.fromkeys(case[0] for case in all_cases if case in wanted_set))
 
 
-def single_glob_filters(all_cases: Sequence[CaseId], wanted: Sequence[CaseId]) -> list[str | None]:
-    """For trees whose filter_glob takes one glob: one boot with no filter when everything is wanted, else one
-    boot per suite (exact when one case is wanted)."""
-    if set(wanted) >= set(all_cases):
-        return [None]
+def single_glob_filters(
+    all_cases: Sequence[CaseId],
+    wanted: Sequence[CaseId],
+    attributes: Mapping[CaseId, Attributes] | None = None,
+) -> list[BootFilter]:
+    """For trees whose filter_glob takes one glob: one boot when everything is wanted (or, on a kernel with
+    attributes, everything that is not slow), else one boot per suite: exact when one case is wanted, or when the
+    wanted cases are the suite's cases that are not slow."""
+    wanted_set = set(wanted)
+    if wanted_set >= set(all_cases):
+        return [BootFilter()]
+
+    def not_slow(cases: Iterable[CaseId]) -> set[CaseId]:
+        return {case for case in cases if not is_slow(attributes.get(case, ()))} if attributes else set()
+
+    if attributes and wanted_set == not_slow(all_cases):
+        return [BootFilter(attributes=NOT_SLOW)]
     suites: dict[str, list[CaseId]] = {}
     for case in wanted:
         suites.setdefault(case[0], []).append(case)
-    filters: list[str | None] = []
+    filters = []
     for suite, cases in suites.items():
         whole = [case for case in all_cases if case[0] == suite]
-        filters.append(f"{suite}.{cases[0][1]}" if len(cases) == 1 and len(whole) > 1 else suite)
+        if len(cases) == 1 and len(whole) > 1:
+            filters.append(BootFilter(f"{suite}.{cases[0][1]}"))
+        elif attributes and set(cases) != set(whole) and set(cases) == not_slow(whole):
+            filters.append(BootFilter(suite, NOT_SLOW))
+        else:
+            filters.append(BootFilter(suite))
     return filters

@@ -10,7 +10,7 @@ import pytest
 
 from . import options
 from .cache import load_durations, save_durations
-from .items import KunitCase, KunitconfigFile, collects, fragment_nodeid
+from .items import MARKERS, KunitCase, KunitconfigFile, collects, fragment_nodeid
 from .planning import PlannedCase, plan_batches
 from .session import STATE, SessionState
 from .workers import is_worker, run_id, worker_count, worker_durations
@@ -25,6 +25,8 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = options.resolve(config)
     if not settings.enabled:
         return
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
     config.stash[STATE] = SessionState(config, settings, session=run_id(config))
     if config.pluginmanager.hasplugin("xdist"):
         from .xdist import KunitXdist
@@ -92,4 +94,4 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     )
     if config.option.verbose > 0:
         for number, kernel_filter in enumerate(stats.filters, 1):
-            terminalreporter.write_line(f"boot {number}: kunit.filter_glob={kernel_filter or '(none: every case)'}")
+            terminalreporter.write_line(f"boot {number}: {kernel_filter}")

@@ -34,6 +34,9 @@ def render_failure(outcome: Outcome) -> str:
     headline = f"{result.suite}.{result.case} {_HEADLINES.get(result.status, result.status.value.upper())}"
     if result.location is not None:
         headline += f" at {result.location.file}:{result.location.line}"
+    module = dict(result.attributes).get("module")
+    if module:
+        headline += f" (module {module})"
     parts = [headline]
     if outcome.error:
         parts.append(outcome.error)

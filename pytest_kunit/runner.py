@@ -14,7 +14,7 @@ from .build import BuildResult
 from .decode import decode_stacktrace
 from .errors import KunitError
 from .options import Accel, Settings
-from .planning import CaseId, PlannedCase, executed_cases, list_filter, single_glob_filters
+from .planning import Attributes, BootFilter, CaseId, PlannedCase, executed_cases, list_filter, single_glob_filters
 from .qemu import KVM_FIRST_OUTPUT, BootRecord, BootRequest, Guest, kvm_usable, watchdog_seconds
 from .report import boot_failure
 from .tree import TreeFeatures
@@ -30,6 +30,7 @@ class Kernel:
     features: TreeFeatures
     tree: Path
     cases: tuple[CaseId, ...]
+    attributes: Mapping[CaseId, Attributes] = field(default_factory=dict)  # from a kunit.action=list_attr boot
 
 
 @dataclass(frozen=True)
@@ -118,27 +119,25 @@ class Runner:
             remaining = sorted((case for case in wanted if case not in known), key=lambda case: order.get(case, 0))
             if not remaining:
                 return
-            for kernel_filter in self._filters(kernel, remaining, crashed_before):
-                crashed_before = self._boot(kernel, kernel_filter, set(remaining)) or crashed_before
+            for boot_filter in self._filters(kernel, remaining, crashed_before):
+                crashed_before = self._boot(kernel, boot_filter, set(remaining)) or crashed_before
         for case in wanted:
             known.setdefault(case, self._no_result(case, Path(os.devnull), "The runner gave up booting again."))
 
     @staticmethod
-    def _filters(kernel: Kernel, remaining: list[CaseId], crashed_before: bool) -> list[str | None]:
+    def _filters(kernel: Kernel, remaining: list[CaseId], crashed_before: bool) -> list[BootFilter]:
         if kernel.features.filter_list:
-            return [list_filter(kernel.cases, remaining)]
+            return [BootFilter(list_filter(kernel.cases, remaining))]
         if crashed_before:
             # A single glob can only leave out the case that crashed by naming the others one by one.
-            return [f"{suite}.{case}" for suite, case in remaining]
-        return single_glob_filters(kernel.cases, remaining)
+            return [BootFilter(f"{suite}.{case}") for suite, case in remaining]
+        return single_glob_filters(kernel.cases, remaining, kernel.attributes if kernel.features.attributes else None)
 
     def _no_result(self, case: CaseId, console: Path, why: str) -> Outcome:
         return Outcome(ktap.CaseResult(case[0], case[1], ktap.Status.NO_RESULT), console, error=why)
 
-    def _kernel_args(self, kernel: Kernel, kernel_filter: str | None) -> tuple[str, ...]:
-        args = []
-        if kernel_filter is not None:
-            args.append(f"kunit.filter_glob={kernel_filter}")
+    def _kernel_args(self, kernel: Kernel, boot_filter: BootFilter) -> tuple[str, ...]:
+        args = list(boot_filter.kernel_args())
         if kernel.features.case_timeout:
             args.append(f"kunit.timeout={self.settings.timeout}")
         return tuple(args)
@@ -164,10 +163,10 @@ class Runner:
             self.stats.boot_seconds += record.seconds
             return record, events
 
-    def _boot(self, kernel: Kernel, kernel_filter: str | None, wanted: set[CaseId]) -> bool:
+    def _boot(self, kernel: Kernel, boot_filter: BootFilter, wanted: set[CaseId]) -> bool:
         """Boot once; record outcomes for `wanted`; return whether the guest died part-way."""
-        self.stats.filters.append(kernel_filter or "")
-        record, events = self.guest(kernel.build.image, kernel.arch, self._kernel_args(kernel, kernel_filter))
+        self.stats.filters.append(boot_filter.describe())
+        record, events = self.guest(kernel.build.image, kernel.arch, self._kernel_args(kernel, boot_filter))
         self.suite_seconds.setdefault(kernel.key, {}).update(record.suite_seconds)
         console = self._save_console(kernel, record)
         known = self.outcomes.setdefault(kernel.key, {})
@@ -189,7 +188,7 @@ class Runner:
 
         unfinished = [event for event in events if isinstance(event, ktap.Unfinished)]
         died = record.timed_out or bool(unfinished)
-        executed = executed_cases(kernel.cases, kernel_filter)
+        executed = executed_cases(kernel.cases, boot_filter, kernel.attributes)
         reported = {(e.suite, e.case) for e in events if isinstance(e, ktap.CaseResult)}
         in_flight = next((case for case in executed if case not in reported), None)
         if not died or in_flight is None:
@@ -245,10 +244,16 @@ def boot(
     return guest.record, events
 
 
-def list_cases(runner: Runner, image: Path, arch: Arch) -> tuple[CaseId, ...]:
-    """Boot with kunit.action=list and read the cases the image holds, in the order the kernel runs them."""
-    record, events = runner.guest(image, arch, ("kunit.action=list",))
-    cases = ktap.listed_cases(events)
-    if not cases and not record.ktap_started:
+def list_cases(
+    runner: Runner, image: Path, arch: Arch, with_attributes: bool = False
+) -> tuple[tuple[CaseId, ...], dict[CaseId, Attributes]]:
+    """Boot with kunit.action=list (or list_attr) and read the cases the image holds, in the order the kernel runs
+    them, with each case's attributes where the kernel has them."""
+    action = "list_attr" if with_attributes else "list"
+    record, events = runner.guest(image, arch, (f"kunit.action={action}",))
+    listed = [event for event in events if isinstance(event, ktap.Listed)]
+    if not listed and not record.ktap_started:
         raise boot_failure(record)
-    return tuple(cases)
+    return tuple((item.suite, item.case) for item in listed), {
+        (i.suite, i.case): i.attributes for i in listed if i.attributes
+    }

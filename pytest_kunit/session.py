@@ -116,7 +116,7 @@ class SessionState:
             progress.done(f"built {path.name} in {result.seconds:.1f} s (log: {result.log})")
         listing = self._listing(tree, result.build_dir, result.image, result.image_digest)
         self.locations[key] = listing.locations
-        return Kernel(key, result, self.arch, tree.features, tree.path, listing.cases)
+        return Kernel(key, result, self.arch, tree.features, tree.path, listing.cases, listing.attributes)
 
     def _listing(self, tree: PreparedTree, build_dir: Path, image: Path, digest: str) -> CaseList:
         """The image's cases (from a kunit.action=list boot) and their C locations, cached by image hash."""
@@ -124,7 +124,8 @@ class SessionState:
         with cache_lock(cache_dir, f"list-{digest}"):
             listing = load_case_list(cache_dir, digest)
             if listing is None:
-                listing = CaseList(list_cases(self.runner, image, self.arch), case_locations(tree.path, build_dir))
+                cases, attributes = list_cases(self.runner, image, self.arch, tree.features.attributes)
+                listing = CaseList(cases, case_locations(tree.path, build_dir), attributes)
                 save_case_list(cache_dir, digest, listing)
             return listing
 

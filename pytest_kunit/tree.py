@@ -23,6 +23,7 @@ class TreeFeatures:
 
     filter_list: bool  # kunit.filter_glob takes a comma-separated list of globs
     case_timeout: bool  # kunit.timeout=SECONDS sets the per-case timeout
+    attributes: bool = False  # test attributes (6.6+): kunit.action=list_attr and kunit.filter
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ def detect_features(tree: Path) -> TreeFeatures:
     return TreeFeatures(
         filter_list="comma-separated" in executor,
         case_timeout="MODULE_PARM_DESC(timeout" in try_catch,
+        attributes='"list_attr"' in executor,
     )
 
 

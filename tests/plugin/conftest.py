@@ -61,7 +61,7 @@ class FakeKernel:
 
     def test_boots(self) -> list[dict[str, Any]]:
         """Boots that ran tests (not the kunit.action=list boot)."""
-        return [boot for boot in self.boots() if boot["params"].get("kunit.action") != "list"]
+        return [boot for boot in self.boots() if boot["params"].get("kunit.action") not in ("list", "list_attr")]
 
     def filters(self) -> list[str | None]:
         return [boot["params"].get("kunit.filter_glob") for boot in self.test_boots()]

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pytest_kunit.options import Isolate
 from pytest_kunit.planning import (
     MAX_FILTER_LENGTH,
+    BootFilter,
     PlannedCase,
     case_from_nodeid,
     executed_cases,
@@ -300,23 +301,44 @@ def test_executed_cases() -> None:
 # --- single_glob_filters -------------------------------------------------------------------------------------------
 
 
+def globs(filters: list[BootFilter]) -> list[str | None]:
+    assert all(boot.attributes is None for boot in filters)
+    return [boot.glob for boot in filters]
+
+
 def test_single_glob_filters() -> None:
-    assert single_glob_filters(ALL, [("example", "example_skip_test")]) == ["example.example_skip_test"]
+    assert globs(single_glob_filters(ALL, [("example", "example_skip_test")])) == ["example.example_skip_test"]
     # A one-case suite is named whole; several wanted cases of one suite boot the whole suite.
-    assert single_glob_filters(ALL, of("kunit-log-test")) == ["kunit-log-test"]
-    assert single_glob_filters(
-        ALL, [("example", "example_skip_test"), ("example", "example_simple_test"), *of("kunit_status")[:1]]
+    assert globs(single_glob_filters(ALL, of("kunit-log-test"))) == ["kunit-log-test"]
+    assert globs(
+        single_glob_filters(
+            ALL, [("example", "example_skip_test"), ("example", "example_simple_test"), *of("kunit_status")[:1]]
+        )
     ) == ["example", "kunit_status.kunit_status_set_failure_test"]
     assert single_glob_filters(ALL, []) == []
     # Suites come in the order the wanted cases name them.
-    assert single_glob_filters(ALL, [("example", "example_simple_test"), ALL[0]]) == [
+    assert globs(single_glob_filters(ALL, [("example", "example_simple_test"), ALL[0]])) == [
         "example.example_simple_test",
         "kunit_executor_test.parse_filter_test",
     ]
-    for kernel_filter in single_glob_filters(ALL, ALL[1:]):
-        assert kernel_filter is not None and "," not in kernel_filter
+    for boot in single_glob_filters(ALL, ALL[1:]):
+        assert boot.glob is not None and "," not in boot.glob
     # Everything wanted: one boot with no filter at all, whatever the tree's filter can express.
-    assert single_glob_filters(ALL, ALL) == [None]
+    assert single_glob_filters(ALL, ALL) == [BootFilter()]
+
+
+def test_single_glob_filters_use_the_attribute_filter_for_not_slow() -> None:
+    slow = {("example", "example_simple_test"): (("speed", "slow"),), ALL[0]: (("speed", "very_slow"),)}
+    not_slow = [case for case in ALL if case not in slow]
+    assert single_glob_filters(ALL, not_slow, slow) == [BootFilter(attributes="speed>slow")]
+    example_not_slow = [case for case in of("example") if case not in slow]
+    assert single_glob_filters(ALL, example_not_slow, slow) == [BootFilter("example", "speed>slow")]
+    # Without attributes (a kernel before 6.6) the same selection boots the suite and reports what was chosen.
+    assert single_glob_filters(ALL, example_not_slow) == [BootFilter("example")]
+    assert executed_cases(ALL, BootFilter(attributes="speed>slow"), slow) == not_slow
+    assert executed_cases(ALL, BootFilter("example", "speed>slow"), slow) == example_not_slow
+    assert BootFilter("example", "speed>slow").kernel_args() == ("kunit.filter_glob=example", "kunit.filter=speed>slow")
+    assert BootFilter().describe() == "(none: every case)"
 
 
 def test_measured_durations_balance_batches_by_time_not_case_count() -> None:
