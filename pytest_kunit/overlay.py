@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .tree import mirror
+from .tree import enclosing_tree, mirror
 
 OVERLAY = "pytest-kunit"
 _KCONFIG_HOOK = f'source "{OVERLAY}/Kconfig"'
@@ -33,8 +33,11 @@ class SuiteDir:
 
 
 def suite_dir_for(fragment: Path) -> SuiteDir | None:
-    """The out-of-tree suite a kunitconfig belongs to: its folder, when that holds a Kconfig and a Makefile/Kbuild."""
+    """The out-of-tree suite a kunitconfig belongs to: its folder, when that holds a Kconfig and a Makefile/Kbuild
+    and lies in no kernel tree (lib/kunit/.kunitconfig sits beside lib/kunit's own Kconfig and Makefile)."""
     folder = fragment.parent
+    if enclosing_tree(fragment) is not None:
+        return None
     if (folder / "Kconfig").is_file() and ((folder / "Makefile").is_file() or (folder / "Kbuild").is_file()):
         return SuiteDir(folder.name, folder.resolve())
     return None

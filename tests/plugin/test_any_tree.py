@@ -68,6 +68,18 @@ def in_tree(fake_kernel: FakeKernel) -> Path:
     return fragment
 
 
+def test_in_tree_fragment_beside_kconfig_and_makefile_is_not_an_out_of_tree_suite(
+    project: pytest.Pytester, fake_kernel: FakeKernel, in_tree: Path
+) -> None:
+    """lib/kunit/.kunitconfig lies beside lib/kunit's Kconfig and Makefile: built in place, never copied in again."""
+    (in_tree.parent / "Kconfig").write_text("config KUNIT_EXTRA\n\tbool\n")
+    (in_tree.parent / "Makefile").write_text("obj-y += test.o\n")
+    result = project.runpytest(*without_source(fake_kernel.options(str(in_tree))))
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    assert not (fake_kernel.cache / "src").exists()
+    assert not (fake_kernel.tree / "pytest-kunit").exists()
+
+
 @pytest.mark.parametrize("named", ["file", "directory"])
 def test_in_tree_fragment_builds_the_tree_it_lies_in(
     project: pytest.Pytester, fake_kernel: FakeKernel, in_tree: Path, named: str
