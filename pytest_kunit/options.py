@@ -116,18 +116,31 @@ def add_options(parser: pytest.Parser) -> None:
             parser.addini(option.name, option.help, default=None)
 
 
+def _overridden(config: pytest.Config, name: str) -> bool:
+    """Whether `-o name=value` (pytest's --override-ini, which beats the ini file) sets this ini key."""
+    overrides: list[str] = config.getoption("override_ini") or []
+    return any(override.partition("=")[0].strip() == name for override in overrides)
+
+
 def _raw(config: pytest.Config, name: str) -> tuple[Any, str]:
-    """The value and a description of where it came from."""
+    """The value and a description of where it came from: `--flag`, `-o key`, `ini key ... in FILE`, `default`."""
     value = config.getoption(name)
     if value is not None:
         return value, "--" + name.replace("_", "-")
+    where = f"-o {name}" if _overridden(config, name) else f"ini key {name!r} in {config.inipath or 'the ini file'}"
     try:
         ini = config.getini(name)
     except ValueError as error:
-        raise pytest.UsageError(f"ini key {name!r} in {config.inipath or 'the ini file'}: {error}") from None
+        raise pytest.UsageError(f"{where}: {error}") from None
     if ini not in (None, "", []):
-        return ini, f"ini key {name!r} in {config.inipath or 'the ini file'}"
+        return ini, where
     return None, "default"
+
+
+def _in_ini_file(source: str) -> bool:
+    """Whether a value came from an ini file, whose relative paths are relative to the rootdir; a value typed on the
+    command line (a flag or -o) is relative to the directory pytest was started in."""
+    return source.startswith("ini key ")
 
 
 def _convert(config: pytest.Config, name: str, default: Any, convert: Callable[[Any], Any], expected: str) -> Any:
@@ -135,7 +148,7 @@ def _convert(config: pytest.Config, name: str, default: Any, convert: Callable[[
     if value is None:
         return default
     written = value
-    if source.startswith("ini") and _KINDS[name] == "path":
+    if _in_ini_file(source) and _KINDS[name] == "path":
         # Paths in an ini file are relative to the rootdir, wherever pytest was started.
         value = str(config.rootpath / str(value))
     try:
@@ -184,7 +197,7 @@ def _patch_dirs(config: pytest.Config) -> tuple[Path, ...] | None:
     if entries == ["none"]:
         return ()
     dirs = []
-    base = config.invocation_params.dir if source.startswith("--") else config.rootpath
+    base = config.rootpath if _in_ini_file(source) else config.invocation_params.dir
     for entry in entries:
         path = (base / entry).expanduser().resolve()
         if not path.is_dir():

@@ -132,6 +132,31 @@ def test_bad_boolean_ini_value_is_a_usage_error_naming_the_key(pytester: pytest.
     assert f"ini key {key!r}" in result.stderr.str()
 
 
+@pytest.mark.parametrize("ini", ["", "[pytest]\nkunit_timeout = 30\n"])
+def test_bad_override_ini_value_names_the_o_option_not_the_ini_file(pytester: pytest.Pytester, ini: str) -> None:
+    if ini:
+        pytester.makeini(ini)
+    stderr = usage_error(pytester, "-o", "kunit_timeout=abc")
+    assert f"ERROR: -o kunit_timeout: 'abc' is not {WHOLE_SECONDS}" in stderr
+
+
+def test_bad_boolean_override_names_the_o_option(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nkunit_raw = true\n")
+    stderr = usage_error(pytester, "--override-ini=kunit_raw=maybe")
+    assert "ERROR: -o kunit_raw: " in stderr
+
+
+def test_override_ini_paths_are_relative_to_the_invocation_directory(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nkunit_patches = series\n")
+    series(pytester.path / "series")
+    sub = pytester.mkdir("sub")
+    series(sub / "mine")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(sub)
+        settings = resolved(pytester, "-o", "kunit_patches=mine", "--rootdir", str(pytester.path))
+    assert settings.patch_dirs == ((sub / "mine").resolve(),)
+
+
 def test_pyproject_ini_key_is_named_too(pytester: pytest.Pytester) -> None:
     ini = pytester.makepyprojecttoml('[tool.pytest.ini_options]\nkunit_timeout = "-1"\n')
     stderr = usage_error(pytester)
