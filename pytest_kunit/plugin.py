@@ -9,11 +9,18 @@ from typing import Any
 import pytest
 
 from . import options
+from .arch import ARCHES, Arch
 from .cache import load_durations, save_durations
 from .items import MARKERS, KunitCase, KunitconfigFile, collects, fragment_nodeid
 from .planning import PlannedCase, plan_batches
 from .session import STATE, SessionState
 from .workers import is_worker, run_id, worker_count, worker_durations
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import newhooks
+
+    pluginmanager.add_hookspecs(newhooks)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -22,12 +29,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    settings = options.resolve(config)
+    arches = dict(ARCHES)
+    config.hook.pytest_kunit_add_arches(config=config, arches=arches)
+    for name, arch in arches.items():
+        if not isinstance(arch, Arch) or arch.name != name:
+            raise pytest.UsageError(
+                f"A pytest_kunit_add_arches hook added {name!r}: {arch!r}; "
+                "add a pytest_kunit.arch.Arch under its own name."
+            )
+    settings = options.resolve(config, arches)
     if not settings.enabled:
         return
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
-    config.stash[STATE] = SessionState(config, settings, session=run_id(config))
+    config.stash[STATE] = SessionState(config, settings, arches[settings.arch], session=run_id(config))
     if config.pluginmanager.hasplugin("xdist"):
         from .xdist import KunitXdist
 

@@ -7,7 +7,7 @@ import os
 import shutil
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,14 +34,20 @@ def watchdog_seconds(case_timeout: float) -> float:
 KVM_FIRST_OUTPUT = 20.0
 
 
+def kernel_command_line(arch: Arch, args: Iterable[str]) -> list[str]:
+    """A boot's whole kernel command line: the architecture's console arguments, what every guest needs, `args`."""
+    return [arg for arg in (*arch.qemu.kernel_args, *KERNEL_ARGS, *args) if arg]
+
+
 @dataclass(frozen=True)
 class BootRequest:
     image: Path
     arch: Arch
-    kernel_args: tuple[str, ...]
+    kernel_args: tuple[str, ...]  # the whole kernel command line (see kernel_command_line)
     accel: str  # "tcg" or "kvm"
     silence_timeout: float
     qemu: str | None = None
+    edit_command: Callable[[list[str]], None] | None = None  # a last edit of the QEMU command, in place
 
 
 @dataclass
@@ -80,8 +86,7 @@ def qemu_binary(request: BootRequest) -> str:
 
 
 def command_line(request: BootRequest) -> list[str]:
-    append = " ".join(arg for arg in (*request.arch.qemu.kernel_args, *KERNEL_ARGS, *request.kernel_args) if arg)
-    return [
+    command = [
         qemu_binary(request),
         *QEMU_ARGS,
         "-accel",
@@ -90,8 +95,11 @@ def command_line(request: BootRequest) -> list[str]:
         "-kernel",
         str(request.image),
         "-append",
-        append,
+        " ".join(request.kernel_args),
     ]
+    if request.edit_command is not None:
+        request.edit_command(command)
+    return command
 
 
 def kvm_usable() -> bool:

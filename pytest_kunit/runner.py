@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -15,7 +16,15 @@ from .decode import decode_stacktrace
 from .errors import KunitError
 from .options import Accel, Settings
 from .planning import Attributes, BootFilter, CaseId, PlannedCase, executed_cases, list_filter, single_glob_filters
-from .qemu import KVM_FIRST_OUTPUT, BootRecord, BootRequest, Guest, kvm_usable, watchdog_seconds
+from .qemu import (
+    KVM_FIRST_OUTPUT,
+    BootRecord,
+    BootRequest,
+    Guest,
+    kernel_command_line,
+    kvm_usable,
+    watchdog_seconds,
+)
 from .report import boot_failure
 from .tree import TreeFeatures
 
@@ -41,6 +50,19 @@ class Outcome:
     error: str = ""  # why a case has no result line
 
 
+def _unchanged(kernel: Kernel, words: list[str]) -> None:
+    """No edit."""
+
+
+@dataclass(frozen=True)
+class BootEdits:
+    """What conftest.py files and plugins change in each boot (the pytest_kunit_* hooks, bound by the session): each
+    takes the kernel being booted and edits a list of words in place."""
+
+    kernel_args: Callable[[Kernel, list[str]], None] = _unchanged
+    qemu_command: Callable[[Kernel, list[str]], None] = _unchanged
+
+
 @dataclass
 class Stats:
     builds: int = 0
@@ -60,10 +82,17 @@ class Stats:
 class Runner:
     """Boots guests for batches of cases on demand and remembers every case's outcome."""
 
-    def __init__(self, settings: Settings, stats: Stats, sink: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        stats: Stats,
+        sink: Callable[[str], None] | None = None,
+        edits: BootEdits = BootEdits(),
+    ) -> None:
         self.settings = settings
         self.stats = stats
         self.sink = sink
+        self.edits = edits
         self.batch_of: dict[str, str] = {}  # node id -> batch
         self.batches: dict[str, list[PlannedCase]] = {}
         self.suite_seconds: dict[str, dict[str, float]] = {}
@@ -142,16 +171,19 @@ class Runner:
             args.append(f"kunit.timeout={self.settings.timeout}")
         return tuple(args)
 
-    def guest(self, image: Path, arch: Arch, kernel_args: tuple[str, ...]) -> tuple[BootRecord, list[ktap.Event]]:
+    def guest(self, kernel: Kernel, kernel_args: tuple[str, ...]) -> tuple[BootRecord, list[ktap.Event]]:
         """Boot once to the end; under KVM, a guest that hangs or aborts before KUnit starts is rerun under TCG."""
+        args = kernel_command_line(kernel.arch, kernel_args)
+        self.edits.kernel_args(kernel, args)
         while True:
             request = BootRequest(
-                image=image,
-                arch=arch,
-                kernel_args=kernel_args,
+                image=kernel.build.image,
+                arch=kernel.arch,
+                kernel_args=tuple(args),
                 accel=self.accel,
                 silence_timeout=watchdog_seconds(self.settings.timeout),
                 qemu=self.settings.qemu,
+                edit_command=functools.partial(self.edits.qemu_command, kernel),
             )
             kvm = self.accel == "kvm"
             record, events = boot(request, self.sink, first_output_timeout=KVM_FIRST_OUTPUT if kvm else None)
@@ -166,7 +198,7 @@ class Runner:
     def _boot(self, kernel: Kernel, boot_filter: BootFilter, wanted: set[CaseId]) -> bool:
         """Boot once; record outcomes for `wanted`; return whether the guest died part-way."""
         self.stats.filters.append(boot_filter.describe())
-        record, events = self.guest(kernel.build.image, kernel.arch, self._kernel_args(kernel, boot_filter))
+        record, events = self.guest(kernel, self._kernel_args(kernel, boot_filter))
         self.suite_seconds.setdefault(kernel.key, {}).update(record.suite_seconds)
         console = self._save_console(kernel, record)
         known = self.outcomes.setdefault(kernel.key, {})
@@ -245,12 +277,12 @@ def boot(
 
 
 def list_cases(
-    runner: Runner, image: Path, arch: Arch, with_attributes: bool = False
+    runner: Runner, kernel: Kernel, with_attributes: bool = False
 ) -> tuple[tuple[CaseId, ...], dict[CaseId, Attributes]]:
     """Boot with kunit.action=list (or list_attr) and read the cases the image holds, in the order the kernel runs
     them, with each case's attributes where the kernel has them."""
     action = "list_attr" if with_attributes else "list"
-    record, events = runner.guest(image, arch, (f"kunit.action={action}",))
+    record, events = runner.guest(kernel, (f"kunit.action={action}",))
     listed = [event for event in events if isinstance(event, ktap.Listed)]
     if not listed and not record.ktap_started:
         raise boot_failure(record)

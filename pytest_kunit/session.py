@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 
 from . import options
-from .arch import ARCHES, Arch
+from .arch import Arch
 from .build import BuildRequest, build
 from .cache import CaseList, load_case_list, save_case_list
-from .kconfig import read_fragment
+from .errors import ConfigError
+from .kconfig import Fragment, parse_fragment, read_fragment
 from .locking import cache_lock
 from .options import Settings, default_patch_dirs
 from .overlay import install, suite_dir_for
 from .progress import Progress
-from .runner import Kernel, Runner, Stats, list_cases
+from .runner import BootEdits, Kernel, Runner, Stats, list_cases
 from .sources import case_locations
 from .tree import PreparedTree, enclosing_tree, patch_series, prepare
 
@@ -31,10 +32,21 @@ class TreeChoice:
     reason: str
 
 
+def _lines(value: object) -> list[str] | None:
+    """A hook's result as text lines: a string's lines, or an iterable's strings; None if it is neither."""
+    if isinstance(value, str):
+        return value.splitlines()
+    if isinstance(value, Iterable):
+        lines = list(value)
+        return lines if all(isinstance(line, str) for line in lines) else None
+    return None
+
+
 @dataclass
 class SessionState:
     config: pytest.Config
     settings: Settings
+    arch: Arch  # settings.arch's record, from the table the pytest_kunit_add_arches hooks completed
     stats: Stats = field(default_factory=Stats)
     runner: Runner = field(init=False)
     locations: dict[str, dict[str, tuple[str, int]]] = field(default_factory=dict)
@@ -42,7 +54,35 @@ class SessionState:
     session: str = ""  # the run's id: xdist workers of one run share it, so they build once between them
 
     def __post_init__(self) -> None:
-        self.runner = Runner(self.settings, self.stats, self._raw_sink() if self.settings.raw else None)
+        sink = self._raw_sink() if self.settings.raw else None
+        self.runner = Runner(self.settings, self.stats, sink, self._boot_edits())
+
+    def _boot_edits(self) -> BootEdits:
+        """The pytest_kunit_kernel_args and pytest_kunit_qemu_command hooks, as the runner calls them."""
+        config, hook = self.config, self.config.hook
+
+        def kernel_args(kernel: Kernel, args: list[str]) -> None:
+            hook.pytest_kunit_kernel_args(config=config, kernel=kernel, args=args)
+
+        def qemu_command(kernel: Kernel, command: list[str]) -> None:
+            hook.pytest_kunit_qemu_command(config=config, kernel=kernel, command=command)
+
+        return BootEdits(kernel_args, qemu_command)
+
+    def _hook_kconfig(self, path: Path) -> Fragment:
+        """What the pytest_kunit_kconfig hooks add to the kernel built from `path`."""
+        lines: list[str] = []
+        for added in self.config.hook.pytest_kunit_kconfig(config=self.config, fragment=path, arch=self.arch):
+            if added is None:
+                continue
+            words = _lines(added)
+            if words is None:
+                raise ConfigError(
+                    f"A pytest_kunit_kconfig hook returned {added!r} for {path}.",
+                    "return kunitconfig lines: a string, a list of strings, or None.",
+                )
+            lines.extend(words)
+        return parse_fragment("\n".join(lines), "pytest_kunit_kconfig hook")
 
     def _raw_sink(self) -> Callable[[str], None]:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -52,10 +92,6 @@ class SessionState:
                 reporter.write_line(f"[guest] {line}")
 
         return sink
-
-    @property
-    def arch(self) -> Arch:
-        return ARCHES[self.settings.arch]
 
     def tree_choice(self, fragment: Path) -> TreeChoice:
         """--kunit-kernel-src if given; else the kernel tree the fragment lies in; else the packaged tarball.
@@ -93,7 +129,8 @@ class SessionState:
 
     def kernel_for(self, path: Path, key: str) -> Kernel:
         """Build (at most once) and list the kernel a kunitconfig file describes; `key` is its node id."""
-        fragment = read_fragment(path)
+        # The hooks' lines come last, so they win (as kunit.py's --kconfig_add), and key the build like the rest.
+        fragment = read_fragment(path) + self._hook_kconfig(path)
         suite = suite_dir_for(path)
         tree = self.tree(self.tree_choice(path), writable=suite is not None)
         if suite is not None:
@@ -114,18 +151,19 @@ class SessionState:
             self.stats.builds += 1
             self.stats.build_seconds += result.seconds
             progress.done(f"built {path.name} in {result.seconds:.1f} s (log: {result.log})")
-        listing = self._listing(tree, result.build_dir, result.image, result.image_digest)
+        unlisted = Kernel(key, result, self.arch, tree.features, tree.path, cases=())
+        listing = self._listing(unlisted)
         self.locations[key] = listing.locations
-        return Kernel(key, result, self.arch, tree.features, tree.path, listing.cases, listing.attributes)
+        return replace(unlisted, cases=listing.cases, attributes=listing.attributes)
 
-    def _listing(self, tree: PreparedTree, build_dir: Path, image: Path, digest: str) -> CaseList:
+    def _listing(self, kernel: Kernel) -> CaseList:
         """The image's cases (from a kunit.action=list boot) and their C locations, cached by image hash."""
-        cache_dir = self.settings.cache_dir
+        cache_dir, digest = self.settings.cache_dir, kernel.build.image_digest
         with cache_lock(cache_dir, f"list-{digest}"):
             listing = load_case_list(cache_dir, digest)
             if listing is None:
-                cases, attributes = list_cases(self.runner, image, self.arch, tree.features.attributes)
-                listing = CaseList(cases, case_locations(tree.path, build_dir), attributes)
+                cases, attributes = list_cases(self.runner, kernel, kernel.features.attributes)
+                listing = CaseList(cases, case_locations(kernel.tree, kernel.build.build_dir), attributes)
                 save_case_list(cache_dir, digest, listing)
             return listing
 
