@@ -274,18 +274,3 @@ def boot(
     events.extend(parser.finish())
     guest.record.ktap_started = parser.started
     return guest.record, events
-
-
-def list_cases(
-    runner: Runner, kernel: Kernel, with_attributes: bool = False
-) -> tuple[tuple[CaseId, ...], dict[CaseId, Attributes]]:
-    """Boot with kunit.action=list (or list_attr) and read the cases the image holds, in the order the kernel runs
-    them, with each case's attributes where the kernel has them."""
-    action = "list_attr" if with_attributes else "list"
-    record, events = runner.guest(kernel, (f"kunit.action={action}",))
-    listed = [event for event in events if isinstance(event, ktap.Listed)]
-    if not listed and not record.ktap_started:
-        raise boot_failure(record)
-    return tuple((item.suite, item.case) for item in listed), {
-        (i.suite, i.case): i.attributes for i in listed if i.attributes
-    }

@@ -14,11 +14,12 @@ from .build import BuildRequest, build
 from .cache import CaseList, load_case_list, save_case_list
 from .errors import ConfigError
 from .kconfig import Fragment, parse_fragment, read_fragment
+from .listing import list_cases
 from .locking import cache_lock
 from .options import Settings, default_patch_dirs
 from .overlay import install, suite_dir_for
 from .progress import Progress
-from .runner import BootEdits, Kernel, Runner, Stats, list_cases
+from .runner import BootEdits, Kernel, Runner, Stats
 from .sources import case_locations
 from .tree import PreparedTree, enclosing_tree, patch_series, prepare
 

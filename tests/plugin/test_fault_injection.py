@@ -139,3 +139,55 @@ def test_guest_that_never_reaches_kunit_is_booted_once_per_kernel(
     result.assert_outcomes(errors=6)
     result.stdout.fnmatch_lines(["*qemu: fatal*"])
     assert starts(tmp_path) == 2  # the list boot, then one boot for six cases
+
+
+def list_boots(fake_kernel: FakeKernel) -> int:
+    return [boot["params"].get("kunit.action") for boot in fake_kernel.boots()].count("list")
+
+
+def test_list_boot_behind_a_console_cutting_wrapper_is_an_error_never_cached(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path
+) -> None:
+    # What `qemu ... | head` does: the console stops part-way and the exit status is 0.
+    qemu = qemu_script(tmp_path, f'{FAKE / "qemu"} "$@" | head -n 5')
+    result = project.runpytest(*fake_kernel.options(f"--kunit-qemu={qemu}"))
+    result.stdout.fnmatch_lines(
+        [
+            "*The kunit.action=list boot of */vmlinux did not reach its end (the console stopped after 5 lines, with "
+            "no reboot, though QEMU exited 0; 2 cases listed, after a second try): the case list would be "
+            "incomplete, so none was collected or cached.",
+            "What to do: check what runs QEMU*",
+        ]
+    )
+    assert starts(tmp_path) == 2
+    assert not list((fake_kernel.cache / "lists").glob("*.json"))
+    no_traceback(result)
+    # The next run with a QEMU that passes the whole console collects every case.
+    project.runpytest(*fake_kernel.options()).assert_outcomes(passed=3, failed=2, skipped=1)
+
+
+def test_list_boot_cut_once_is_booted_again(
+    project: pytest.Pytester, fake_kernel: FakeKernel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_QEMU_FAULT", '{"do": "cut", "after": 5, "boots": "list", "times": 1}')
+    project.runpytest(*fake_kernel.options()).assert_outcomes(passed=3, failed=2, skipped=1)
+    assert list_boots(fake_kernel) == 2
+
+
+@pytest.mark.parametrize(
+    ("fault", "how", "boots"),
+    [
+        ('{"do": "kill", "after": 5, "boots": "list"}', "QEMU ended with status 9", 2),
+        ('{"do": "hang", "after": 5, "boots": "list"}', "the guest went silent and was killed", 1),
+    ],
+    ids=["killed", "silent"],
+)
+def test_list_boot_killed_or_silent_is_an_error_never_cached(
+    project: pytest.Pytester, fake_kernel: FakeKernel, monkeypatch: pytest.MonkeyPatch, fault: str, how: str, boots: int
+) -> None:
+    monkeypatch.setenv("FAKE_QEMU_FAULT", fault)
+    result = project.runpytest(*fake_kernel.options("--kunit-timeout=1"))
+    result.stdout.fnmatch_lines([f"*The kunit.action=list boot of * did not reach its end ({how}; 2 cases listed*"])
+    assert list_boots(fake_kernel) == boots
+    assert not list((fake_kernel.cache / "lists").glob("*.json"))
+    no_traceback(result)

@@ -1,0 +1,66 @@
+"""The cases an image holds, from a `kunit.action=list` boot: trusted (and so cached) only when that boot reached
+its end, the kernel's own reboot after the last name."""
+
+from __future__ import annotations
+
+import re
+
+from . import ktap
+from .errors import BootError
+from .planning import Attributes, CaseId
+from .qemu import BootRecord
+from .report import boot_failure
+from .runner import Kernel, Runner
+
+# kunit_shutdown=reboot: the executor's last act, printed by kernel_restart() (a panic reboots without it).
+_REBOOT = re.compile(r"\breboot: Restarting system")
+
+
+def reached_end(record: BootRecord) -> bool:
+    """Whether the list boot ran to the kernel's own reboot and QEMU then exited by itself, status 0."""
+    return (
+        record.ktap_started
+        and not record.timed_out
+        and record.exit_status == 0
+        and any(_REBOOT.search(line) for line in record.console)
+    )
+
+
+def _how_it_ended(record: BootRecord) -> str:
+    if record.timed_out:
+        return "the guest went silent and was killed"
+    if record.exit_status != 0:
+        return f"QEMU ended with status {record.exit_status}"
+    return f"the console stopped after {len(record.console)} lines, with no reboot, though QEMU exited 0"
+
+
+def list_cases(
+    runner: Runner, kernel: Kernel, with_attributes: bool = False
+) -> tuple[tuple[CaseId, ...], dict[CaseId, Attributes]]:
+    """The cases `kernel`'s image holds, in the order the kernel runs them, with each case's attributes where the
+    kernel has them (kunit.action=list_attr), from a list boot that reached its end.
+
+    A list boot cut short (a console wrapper, a killed QEMU) is booted once more; a second cut, or a guest that went
+    silent, is an error: a partial list would leave cases out of every later run.
+    """
+    action = "list_attr" if with_attributes else "list"
+    tries = 2
+    for attempt in range(1, tries + 1):
+        record, events = runner.guest(kernel, (f"kunit.action={action}",))
+        listed = [event for event in events if isinstance(event, ktap.Listed)]
+        if reached_end(record):
+            cases = tuple((item.suite, item.case) for item in listed)
+            return cases, {(item.suite, item.case): item.attributes for item in listed if item.attributes}
+        if not record.ktap_started:
+            raise boot_failure(record)
+        if record.timed_out or attempt == tries:
+            break
+    tail = "\n".join(record.console[-15:])
+    raise BootError(
+        f"The kunit.action={action} boot of {kernel.build.image} did not reach its end ({_how_it_ended(record)}; "
+        f"{len(listed)} cases listed, {'after a second try' if attempt == tries else 'not retried'}): the case list "
+        "would be incomplete, so none was collected or cached.",
+        "check what runs QEMU (--kunit-qemu) passes its whole console through and lets it exit by itself, and read "
+        "the console tail below.",
+        detail=f"Console tail:\n{tail}",
+    )
