@@ -82,7 +82,16 @@ def _valid_list(data: Any) -> bool:
             isinstance(where, list) and len(where) == 2 and isinstance(where[0], str) and type(where[1]) is int
             for where in data["locations"].values()
         )
-        and all(isinstance(entry, list) and len(entry) == 3 for entry in data["attributes"])
+        and isinstance(data.get("attributes"), list)
+        and all(
+            isinstance(entry, list)
+            and len(entry) == 3
+            and isinstance(entry[0], str)
+            and isinstance(entry[1], str)
+            and isinstance(entry[2], list)
+            and all(isinstance(pair, list) and len(pair) == 2 for pair in entry[2])
+            for entry in data["attributes"]
+        )
     )
 
 

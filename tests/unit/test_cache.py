@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.cache import (
+    LIST_FORMAT,
     CacheWarning,
     CaseList,
     case_list_path,
@@ -29,6 +30,13 @@ def test_a_case_list_round_trips(tmp_path: Path) -> None:
     assert load_case_list(tmp_path, "fedcba9876543210") is None
 
 
+def damaged(**fields: object) -> bytes:
+    """A case list that is whole but for `fields`."""
+    data: dict[str, object] = {"format": LIST_FORMAT, "cases": [], "locations": {}, "attributes": []}
+    data.update(fields)
+    return json.dumps(data).encode()
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -36,12 +44,15 @@ def test_a_case_list_round_trips(tmp_path: Path) -> None:
         b"{",
         b"\xff\xfe\x00garbage",
         b"[]",
-        b'{"format": 3}',
-        b'{"format": 2, "cases": [], "locations": {}}',
-        b'{"format": 3, "cases": [["example"]], "locations": {}}',
-        b'{"format": 3, "cases": {}, "locations": {}}',
-        b'{"format": 3, "cases": [], "locations": []}',
-        b'{"format": 3, "cases": [], "locations": {"simple": ["x.c", "twelve"]}}',
+        json.dumps({"format": LIST_FORMAT}).encode(),
+        damaged(format=LIST_FORMAT - 1),
+        damaged(cases=[["example"]]),
+        damaged(cases={}),
+        damaged(locations=[]),
+        damaged(locations={"simple": ["x.c", "twelve"]}),
+        damaged(attributes={}),
+        damaged(attributes=[["example", "simple", 5]]),
+        damaged(attributes=[["example", "simple", [["speed"]]]]),
     ],
 )
 def test_a_damaged_case_list_is_discarded_with_a_note(tmp_path: Path, damage: bytes) -> None:
