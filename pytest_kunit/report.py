@@ -43,9 +43,14 @@ def render_failure(outcome: Outcome) -> str:
     failing = [param for param in result.params if param.status not in (Status.PASSED, Status.SKIPPED)]
     if failing:
         parts.append("failing parameters: " + ", ".join(param.name for param in failing))
-    if result.diagnostics:
-        parts.append("\n".join(result.diagnostics))
-    if outcome.evidence and result.status is not Status.FAILED:
+    crash_report = bool(outcome.evidence) and result.status is not Status.FAILED
+    diagnostics = list(result.diagnostics)
+    if crash_report:
+        # The decoded crash report below replaces the raw one the diagnostics hold: the oops is shown once.
+        diagnostics = diagnostics[: len(diagnostics) - len(ktap.fault_lines(diagnostics))]
+    if diagnostics:
+        parts.append("\n".join(diagnostics))
+    if crash_report:
         parts.append("kernel crash report:\n" + "\n".join(outcome.evidence))
     parts.append(f"console: {outcome.console}")
     return "\n".join(parts)
