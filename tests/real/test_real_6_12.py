@@ -1,0 +1,61 @@
+"""The real tier on a tree pytest-kunit was not built around: Debian's linux-source-6.12, unpatched, with the
+tree's own lib/kunit/.kunitconfig given by path from inside the tree, as a kernel developer types it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.real
+
+TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
+KUNIT_PY = Path(__file__).resolve().parents[1] / "data" / "kunitpy-6.12-lib-kunit.json"
+OUTCOMES = {"PASS": "passed", "SKIP": "skipped", "FAIL": "failure"}
+
+
+@pytest.fixture(scope="module")
+def tree_6_12() -> Path:
+    """The tarball extracted once, where a developer keeps a tree (outside this project)."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    root = cache / "pytest-kunit-test-trees"
+    tree = root / "linux-source-6.12"
+    if not (tree / ".extracted").exists():
+        assert tarfile.is_tarfile(TARBALL), f"{TARBALL} is missing: scripts/setup.sh installs linux-source-6.12"
+        root.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["rm", "-rf", str(tree)], check=True)
+        subprocess.run(["tar", "-I", "xz -T0", "-xf", str(TARBALL), "-C", str(root)], check=True)
+        (tree / ".extracted").write_text("")
+    return tree
+
+
+def outcomes_of(junit: Path) -> dict[str, str]:
+    outcomes = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        suite = case.get("classname", "").rsplit(".", 1)[-1]
+        outcome = next((tag for tag in ("failure", "error", "skipped") if case.find(tag) is not None), "passed")
+        outcomes[f"{suite}.{case.get('name')}"] = outcome
+    return outcomes
+
+
+def test_in_tree_lib_kunit_matches_kunit_py(tree_6_12: Path, tmp_path: Path) -> None:
+    junit = tmp_path / "junit.xml"
+    process = subprocess.run(
+        [sys.executable, "-m", "pytest", "--kunit", "lib/kunit/", "-p", "no:cacheprovider", f"--junitxml={junit}"],
+        cwd=tree_6_12,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    report = process.stdout[-6000:] + process.stderr[-2000:]
+    assert "(the tree the fragment lies in), no patches" in process.stdout, report
+    expected = {case: OUTCOMES[status] for case, status in json.loads(KUNIT_PY.read_text())["cases"].items()}
+    assert outcomes_of(junit) == expected, report
+    # Nothing deselected: one boot with no filter runs everything (plus the list boot, not counted here).
+    assert "guest boots: 1 " in process.stdout, report
