@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# All set-up pytest-kunit needs on Debian 12: QEMU, the packaged kernel source, the kernel build tools, and
+# All set-up pytest-kunit needs on Debian 12: QEMU, the packaged kernel sources (6.1 for the main job, 6.12 for the
+# real tier), the kernel build tools, and
 # this package (editable, with its test tools). Safe to run again: it installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(qemu-system-x86 linux-source-6.1 build-essential flex bison bc libelf-dev libssl-dev cpio rsync kmod git)
+packages=(qemu-system-x86 linux-source-6.1 linux-source-6.12 build-essential flex bison bc libelf-dev libssl-dev cpio rsync kmod git)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
