@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Time pytest-kunit against kunit.py on a user's own tree: Debian's linux-source-6.12, unpatched, extracted once
+(untimed for both, as a developer's checkout is), running the tree's own lib/kunit/.kunitconfig.
+
+pytest-kunit runs from inside the tree as a developer types it (`pytest --kunit lib/kunit/`), with the plugins
+installed on the machine; kunit.py is the tree's own `tools/testing/kunit/kunit.py run --arch=x86_64`.
+Scenarios: cold (empty pytest-kunit cache / new --build_dir), then warm (the same command again).
+Cold and warm runs alternate between the tools, so machine load weighs on both alike.
+Usage: bench/bench_tree.py [--tarball T] [--cold-runs N] [--warm-runs N] [--workdir DIR] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def timed(command: list[str], cwd: Path) -> float:
+    started = time.monotonic()
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    elapsed = time.monotonic() - started
+    if result.returncode != 0:
+        sys.stderr.write(f"command failed ({result.returncode}): {' '.join(command)}\n{result.stdout[-3000:]}\n")
+        raise SystemExit(1)
+    return elapsed
+
+
+def ours(cache: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--kunit",
+        f"--kunit-cache-dir={cache}",
+        "lib/kunit/",
+    ]
+
+
+def kunit_py(build_dir: Path) -> list[str]:
+    return [
+        sys.executable,
+        "tools/testing/kunit/kunit.py",
+        "run",
+        "--arch=x86_64",
+        f"--build_dir={build_dir}",
+        "--kunitconfig=lib/kunit",
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tarball", type=Path, default=Path("/usr/src/linux-source-6.12.tar.xz"))
+    parser.add_argument("--cold-runs", type=int, default=1)
+    parser.add_argument("--warm-runs", type=int, default=3)
+    parser.add_argument("--workdir", type=Path, help="where the tree is extracted (kept); default: a temporary one")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-tree-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    trees = [path for path in workdir.iterdir() if (path / "Makefile").is_file()]
+    if not trees:
+        subprocess.run(["tar", "-I", "xz -T0", "-xf", str(args.tarball), "-C", str(workdir)], check=True)
+        trees = [path for path in workdir.iterdir() if (path / "Makefile").is_file()]
+    tree = trees[0]
+    figures: dict[str, dict[str, list[float]]] = {"cold": {"pytest-kunit": [], "kunit.py": []}}
+    figures["warm"] = {"pytest-kunit": [], "kunit.py": []}
+    for run in range(args.cold_runs):
+        cache, build = workdir / f"cache-{run}", workdir / f"build-{run}"
+        for path in (cache, build):
+            shutil.rmtree(path, ignore_errors=True)
+        subprocess.run(["sync"], check=False)
+        figures["cold"]["pytest-kunit"].append(timed(ours(cache), tree))
+        figures["cold"]["kunit.py"].append(timed(kunit_py(build), tree))
+    cache, build = workdir / f"cache-{args.cold_runs - 1}", workdir / f"build-{args.cold_runs - 1}"
+    for _ in range(args.warm_runs):
+        figures["warm"]["pytest-kunit"].append(timed(ours(cache), tree))
+        figures["warm"]["kunit.py"].append(timed(kunit_py(build), tree))
+    for scenario, tools in figures.items():
+        mine, theirs = statistics.median(tools["pytest-kunit"]), statistics.median(tools["kunit.py"])
+        runs = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(tools["pytest-kunit"], tools["kunit.py"], strict=True))
+        print(f"{scenario:5} pytest-kunit {mine:7.1f} s  kunit.py {theirs:7.1f} s  ratio {mine / theirs:.2f}  ({runs})")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
