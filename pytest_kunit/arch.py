@@ -14,6 +14,7 @@ class MakeSettings:
     target: str
     image: str  # relative to the build directory
     cross_compile: str = ""  # CROSS_COMPILE= prefix; empty for a native build
+    elf: bool = False  # the image is an ELF file (vmlinux), checked as one before it is booted
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ ARCHES: dict[str, Arch] = {
         name="x86_64",
         # QEMU boots the ELF vmlinux straight through its PVH entry note: no bzImage, so no real-mode setup code, no
         # compressed copy and no decompression at boot (about 5% of a cold build).
-        make=MakeSettings(arch="x86_64", source_arch="x86", target="vmlinux", image="vmlinux"),
+        make=MakeSettings(arch="x86_64", source_arch="x86", target="vmlinux", image="vmlinux", elf=True),
         kconfig=(
             "CONFIG_64BIT=y",
             "CONFIG_SERIAL_8250=y",

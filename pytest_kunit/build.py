@@ -8,12 +8,15 @@ import re
 import shutil
 import subprocess
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .arch import Arch
+from .cache import CacheWarning, write_atomically
 from .errors import BuildError
+from .image import ImageCheck, ImageRecord, check_image
 from .kconfig import Fragment, check_fragment, parse_fragment
 from .locking import cache_lock
 from .tree import PreparedTree
@@ -55,14 +58,6 @@ def full_fragment(request: BuildRequest) -> Fragment:
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
-
-
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()[:16]
 
 
 def _make(request: BuildRequest, build_dir: Path, *targets: str) -> list[str]:
@@ -159,9 +154,11 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
         build_dir.mkdir(parents=True, exist_ok=True)
         stamp_file = build_dir / STAMP
         recorded = stamp_file.read_text().split() if stamp_file.exists() else []
-        same_inputs = image.exists() and recorded[:1] == [stamp]
+        record = ImageRecord.parse(recorded[2:])
+        checked = _whole_image(image, request.arch.make.elf, record)
+        same_inputs = checked is not None and recorded[:1] == [stamp]
         # A fixed tree cannot have changed; any other tree may have, unless this very run already built it.
-        up_to_date = same_inputs and (request.tree.fixed or recorded[1:] == [request.session])
+        up_to_date = same_inputs and (request.tree.fixed or recorded[1:2] == [request.session])
         if not up_to_date:
             _check_tools()
             stamp_file.unlink(missing_ok=True)
@@ -171,5 +168,30 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
             _run_make(request, build_dir, log, progress)
             if not image.exists():
                 raise BuildError(f"make succeeded but {image} is missing.", f"read the build log {log}.")
-            stamp_file.write_text(f"{stamp}\n{request.session}\n")
-        return BuildResult(image, _file_digest(image), build_dir, not up_to_date, time.monotonic() - started, log)
+            checked = check_image(image, request.arch.make.elf, None)
+            if checked.problem:
+                raise BuildError(
+                    f"make built a damaged kernel image {image}: {checked.problem}.",
+                    f"read the build log {log}; delete the build directory {build_dir} to build it afresh.",
+                )
+        assert checked is not None
+        if not up_to_date or record is None:  # a new image, or a stamp from before images were recorded
+            write_atomically(stamp_file, f"{stamp}\n{request.session}\n{checked.record.lines()}")
+        seconds = time.monotonic() - started
+        return BuildResult(image, checked.record.digest, build_dir, not up_to_date, seconds, log)
+
+
+def _whole_image(image: Path, elf: bool, recorded: ImageRecord | None) -> ImageCheck | None:
+    """The image's check if it is there and whole; a damaged one is deleted with a note, so make builds it again
+    (make would take a damaged file newer than its inputs for up to date)."""
+    if not image.exists():
+        return None
+    checked = check_image(image, elf, recorded)
+    if not checked.problem:
+        return checked
+    image.unlink()
+    warnings.warn(
+        CacheWarning(f"pytest-kunit: discarded the damaged kernel image {image} ({checked.problem}); rebuilding it"),
+        stacklevel=2,
+    )
+    return None

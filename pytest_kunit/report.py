@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import shlex
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import ktap
@@ -56,8 +59,38 @@ def render_failure(outcome: Outcome) -> str:
     return "\n".join(parts)
 
 
+# The kernel's first console line: anything before it (or, without it, everything) is QEMU's own.
+_KERNEL_STARTED = re.compile(r"\bLinux version \d")
+
+
+def qemu_failure(record: BootRecord) -> BootError | None:
+    """QEMU's own error, in its own words, when QEMU failed (exited non-zero by itself) before the kernel spoke."""
+    if record.timed_out or record.exit_status in (0, None):
+        return None
+    said = []
+    for line in record.console:
+        if _KERNEL_STARTED.search(line):
+            return None
+        if line.strip():
+            said.append(line.strip())
+    if not said:
+        return None
+    command = record.command
+    image = Path(command[command.index("-kernel") + 1]) if "-kernel" in command[:-1] else None
+    damaged = f"the image {image} (build directory {image.parent})" if image else "the kernel image"
+    return BootError(
+        f"QEMU failed before the kernel started (exit status {record.exit_status}): {said[0]}",
+        f"read QEMU's own words below. If it could not load the kernel, {damaged} is damaged: delete it and run "
+        "again to rebuild it. Otherwise run the command below by hand.",
+        detail="QEMU said:\n" + "\n".join(said[:10]) + f"\nCommand: {shlex.join(command)}",
+    )
+
+
 def boot_failure(record: BootRecord) -> BootError:
-    """Why a boot printed no KTAP, with the console's tail."""
+    """Why a boot printed no KTAP, with the console's tail; QEMU's own words first when QEMU itself failed."""
+    failed = qemu_failure(record)
+    if failed is not None:
+        return failed
     tail = "\n".join(record.console[-25:])
     if any(ktap.is_panic(line) for line in record.console):
         what = "The kernel panicked before KUnit started."

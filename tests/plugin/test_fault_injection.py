@@ -4,6 +4,7 @@ value, a flooding guest, a hung accelerator): each ends in one clear paragraph, 
 from __future__ import annotations
 
 import difflib
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -190,4 +191,71 @@ def test_list_boot_killed_or_silent_is_an_error_never_cached(
     result.stdout.fnmatch_lines([f"*The kunit.action=list boot of * did not reach its end ({how}; 2 cases listed*"])
     assert list_boots(fake_kernel) == boots
     assert not list((fake_kernel.cache / "lists").glob("*.json"))
+    no_traceback(result)
+
+
+def built_image(fake_kernel: FakeKernel) -> Path:
+    (image,) = fake_kernel.cache.glob("build/*/vmlinux")
+    return image
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        ("truncate", "it is * bytes, its build recorded *"),
+        ("zero", "it is not an ELF file"),
+        ("flip", "its contents differ from what its build recorded"),
+        ("truncate, old stamp", "it is * bytes, but its ELF headers describe *: truncated"),
+    ],
+)
+def test_damaged_image_is_rebuilt_once_with_a_note(
+    project: pytest.Pytester, fake_kernel: FakeKernel, damage: str, problem: str
+) -> None:
+    # A tarball tree is fixed: a whole image is never rebuilt, so only the damage makes `make` run.
+    tarball = project.path / "linux.tar.gz"
+    with tarfile.open(tarball, "w:gz") as archive:
+        archive.add(fake_kernel.tree, arcname="linux-fake")
+    options = fake_kernel.options(f"--kunit-kernel-src={tarball}")
+    project.runpytest(*options).assert_outcomes(passed=3, failed=2, skipped=1)
+    image = built_image(fake_kernel)
+    data = image.read_bytes()
+    if damage.startswith("truncate"):
+        image.write_bytes(data[: len(data) // 2])
+    elif damage == "zero":
+        image.write_bytes(bytes(len(data)))
+    else:
+        image.write_bytes(data.replace(b"example_simple_test", b"example_simple_tesT"))
+    if damage.endswith("old stamp"):  # written before images were recorded: only the ELF structure tells
+        stamp = image.parent / ".pytest-kunit-stamp"
+        stamp.write_text("\n".join(stamp.read_text().split()[:2]) + "\n")
+    result = project.runpytest(*options)
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    result.stdout.fnmatch_lines(
+        [f"*CacheWarning: pytest-kunit: discarded the damaged kernel image {image} ({problem}); rebuilding it"]
+    )
+    result.stdout.fnmatch_lines(["*kernel builds: 1 *"])
+    no_traceback(result)
+    assert (image.parent / "make-runs").read_text().split().count("vmlinux") == 2
+    again = project.runpytest(*options)
+    again.stdout.fnmatch_lines(["*kernel builds: 0 *"])
+    assert "CacheWarning" not in again.stdout.str()
+
+
+def test_qemu_error_is_shown_in_qemus_words_first(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path
+) -> None:
+    oom = "qemu-system-x86_64: cannot set up guest memory 'pc.ram': Cannot allocate memory"
+    qemu = qemu_script(tmp_path, f'echo "{oom}" >&2; exit 1')
+    result = project.runpytest(*fake_kernel.options(f"--kunit-qemu={qemu}"))
+    result.stdout.fnmatch_lines(
+        [
+            f"QEMU failed before the kernel started (exit status 1): {oom}",
+            "What to do: read QEMU's own words below. If it could not load the kernel, the image */vmlinux "
+            "(build directory */build/*) is damaged: delete it and run again to rebuild it.*",
+            "QEMU said:",
+            oom,
+            f"Command: {qemu} -nodefaults *",
+        ]
+    )
+    assert "KUnit did not run" not in result.stdout.str()
     no_traceback(result)

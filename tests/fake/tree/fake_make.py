@@ -1,10 +1,11 @@
 """Fake `make` targets: the configuration targets (olddefconfig adds defaults and drops what Kconfig cannot satisfy)
-and vmlinux (the guest spec). Each target is logged to <O>/make-runs."""
+and vmlinux (the guest spec, wrapped in a minimal ELF file). Each target is logged to <O>/make-runs."""
 
 from __future__ import annotations
 
 import json
 import re
+import struct
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,6 +65,14 @@ def olddefconfig(dotconfig: Path) -> None:
     dotconfig.write_text("".join(f"CONFIG_{k}={v}\n" for k, v in values.items()))
 
 
+def elf_image(payload: bytes) -> bytes:
+    """A minimal ELF64 file carrying `payload`: its header, the payload, then one (null) section header, last as in
+    a real vmlinux, so a truncated image is told by its ELF structure."""
+    section_table = 64 + len(payload)
+    fields = struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, 0, 0, section_table, 0, 64, 56, 0, 64, 1, 0)
+    return b"\x7fELF" + bytes([2, 1, 1]) + bytes(9) + fields + payload + bytes(64)
+
+
 def main(target: str, build_dir: str) -> int:
     out = Path(build_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -85,7 +94,7 @@ def main(target: str, build_dir: str) -> int:
             suite = json.loads(fake_suite.read_text())
             if f"CONFIG_{suite['config']}=y" in dotconfig.read_text():
                 spec["suites"] += suite["suites"]
-        image.write_text(json.dumps(spec))
+        image.write_bytes(elf_image(json.dumps(spec).encode()))
         (out / "lib/kunit").mkdir(parents=True, exist_ok=True)
         (out / "lib/kunit/.kunit-example-test.o.cmd").write_text("cmd\n")
     return 0

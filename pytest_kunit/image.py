@@ -1,0 +1,90 @@
+"""A built kernel image, checked before it is booted: whole as an ELF file where the architecture boots one, and
+the same size and contents as its build recorded."""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+ELF_MAGIC = b"\x7fELF"
+
+
+@dataclass(frozen=True)
+class ImageRecord:
+    """What a build recorded of the image it made (kept in the build's stamp)."""
+
+    digest: str
+    size: int
+
+    def lines(self) -> str:
+        return f"{self.digest}\n{self.size}\n"
+
+    @classmethod
+    def parse(cls, fields: list[str]) -> ImageRecord | None:
+        """From the stamp's fields after its key and session; None from a stamp that recorded no image."""
+        if len(fields) != 2 or not fields[1].isdigit():
+            return None
+        return cls(fields[0], int(fields[1]))
+
+
+@dataclass(frozen=True)
+class ImageCheck:
+    record: ImageRecord
+    problem: str  # empty when the image is whole
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def _elf_problem(path: Path, size: int) -> str:
+    """Why `path` is not a whole ELF file: its headers, program segments or section table lie past its end."""
+    with path.open("rb") as stream:
+        header = stream.read(64)
+        if len(header) < 52 or header[:4] != ELF_MAGIC or header[4] not in (1, 2) or header[5] not in (1, 2):
+            return "it is not an ELF file"
+        wide = header[4] == 2
+        order = "<" if header[5] == 1 else ">"
+        if wide and len(header) < 64:
+            return "it ends inside its ELF header"
+        phoff, shoff = struct.unpack_from(order + ("QQ" if wide else "II"), header, 32 if wide else 28)
+        phentsize, phnum, shentsize, shnum = struct.unpack_from(order + "HHHH", header, 54 if wide else 42)
+        end = max(phoff + phentsize * phnum, shoff + shentsize * shnum)
+        if end <= size:
+            stream.seek(phoff)
+            table = stream.read(phentsize * phnum)
+            for index in range(phnum):
+                # p_offset and p_filesz: where each loaded segment's bytes lie in the file.
+                if wide:
+                    offset, _, _, filesz = struct.unpack_from(order + "QQQQ", table, index * phentsize + 8)
+                else:
+                    offset, _, _, filesz = struct.unpack_from(order + "IIII", table, index * phentsize + 4)
+                end = max(end, offset + filesz)
+    if end > size:
+        return f"it is {size} bytes, but its ELF headers describe {end}: truncated"
+    return ""
+
+
+def _starts_with(path: Path, magic: bytes) -> bool:
+    with path.open("rb") as stream:
+        return stream.read(len(magic)) == magic
+
+
+def check_image(image: Path, elf: bool, recorded: ImageRecord | None) -> ImageCheck:
+    """`image` as it is now, and why it cannot be what its build made (if it cannot)."""
+    size = image.stat().st_size
+    problem = ""
+    if recorded is not None and size != recorded.size:
+        problem = f"it is {size} bytes, its build recorded {recorded.size}"
+    elif elf or _starts_with(image, ELF_MAGIC):
+        problem = _elf_problem(image, size)
+    digest = file_digest(image)
+    if not problem and recorded is not None and digest != recorded.digest:
+        problem = "its contents differ from what its build recorded"
+    return ImageCheck(ImageRecord(digest, size), problem)
