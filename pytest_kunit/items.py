@@ -11,7 +11,7 @@ import pytest
 from .errors import KunitError
 from .ktap import Status
 from .planning import is_slow
-from .report import params_text, render_failure
+from .report import earlier_text, params_text, render_failure
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -154,6 +154,9 @@ class KunitCase(pytest.Item):
         result = self.outcome.result
         if result.params:
             self.add_report_section("call", "kunit parameters", params_text(result))
+        if self.outcome.earlier:
+            # Also for a case that passed on its rerun: a pass in the second guest is worth knowing about.
+            self.add_report_section("call", "kunit rerun", earlier_text(self.outcome))
         if result.status is Status.PASSED:
             return
         if result.status is Status.SKIPPED:

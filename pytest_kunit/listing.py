@@ -9,6 +9,7 @@ from . import ktap
 from .errors import BootError
 from .planning import Attributes, CaseId
 from .qemu import BootRecord
+from .recovery import killed_by
 from .report import boot_failure
 from .runner import Kernel, Runner
 
@@ -29,6 +30,8 @@ def reached_end(record: BootRecord) -> bool:
 def _how_it_ended(record: BootRecord) -> str:
     if record.timed_out:
         return "the guest went silent and was killed"
+    if record.outside_signal is not None:
+        return killed_by(record.outside_signal)
     if record.exit_status != 0:
         return f"QEMU ended with status {record.exit_status}"
     return f"the console stopped after {len(record.console)} lines, with no reboot, though QEMU exited 0"

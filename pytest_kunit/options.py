@@ -79,6 +79,12 @@ OPTIONS = (
         "boots per run: none (one boot per batch: per worker under xdist), suite (one per suite), "
         "case (a fresh kernel for every case); default none",
     ),
+    Option(
+        "kunit_reboot_after_crash",
+        "end the guest as soon as a case has crashed (oops, BUG) and boot a fresh one for the cases after it, so "
+        "that no verdict comes from a tainted kernel (one more boot per crash)",
+        "bool",
+    ),
     Option("kunit_qemu", "the QEMU binary to run; default qemu-system-<arch> from PATH"),
     Option("kunit_arch", "guest architecture; default x86_64"),
 )
@@ -98,6 +104,7 @@ class Settings:
     accel: Accel
     raw: bool
     isolate: Isolate
+    reboot_after_crash: bool
     qemu: str | None
     arch: str
 
@@ -247,6 +254,7 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         accel=_convert(config, "kunit_accel", Accel.TCG, Accel, "one of auto, tcg, kvm"),
         raw=bool(_raw(config, "kunit_raw")[0]),
         isolate=_convert(config, "kunit_isolate", Isolate.NONE, Isolate, "one of none, suite, case"),
+        reboot_after_crash=bool(_raw(config, "kunit_reboot_after_crash")[0]),
         qemu=_convert(config, "kunit_qemu", None, str, "a program"),
         arch=arch,
     )

@@ -107,6 +107,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         f"kernel builds: {stats.builds} ({stats.build_seconds:.1f} s); "
         f"guest boots: {stats.boots} ({stats.boot_seconds:.1f} s)"
     )
+    if stats.reruns:
+        terminalreporter.write_line(
+            f"cases run again in a fresh guest: {stats.reruns} (an earlier crash in their guest, or a signal from "
+            "outside; each case's report says which)"
+        )
     if config.option.verbose > 0:
         for number, kernel_filter in enumerate(stats.filters, 1):
             terminalreporter.write_line(f"boot {number}: {kernel_filter}")

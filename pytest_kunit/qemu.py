@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import time
 import weakref
@@ -33,6 +34,9 @@ def watchdog_seconds(case_timeout: float) -> float:
 # Under KVM a guest that has said nothing for this long is taken as hung and booted again under TCG.
 KVM_FIRST_OUTPUT = 20.0
 
+# QEMU catches SIGTERM, SIGINT and SIGHUP, says so on stderr (our console) and exits with status 0.
+_CAUGHT_SIGNAL = re.compile(r"terminating on signal (\d+)")
+
 
 def kernel_command_line(arch: Arch, args: Iterable[str]) -> list[str]:
     """A boot's whole kernel command line: the architecture's console arguments, what every guest needs, `args`."""
@@ -61,6 +65,8 @@ class BootRecord:
     seconds: float = 0.0
     suite_seconds: dict[str, float] = field(default_factory=dict)  # wall time from each suite's header to its result
     ktap_started: bool = False  # the console reached a KTAP/TAP version line: KUnit ran
+    stopped: bool = False  # pytest-kunit ended the guest on purpose before it finished (not the watchdog)
+    outside_signal: int | None = None  # the signal that ended QEMU, when pytest-kunit did not send it
 
 
 _LIVE: weakref.WeakSet[pexpect.spawn[str]] = weakref.WeakSet()
@@ -100,6 +106,15 @@ def command_line(request: BootRequest) -> list[str]:
     if request.edit_command is not None:
         request.edit_command(command)
     return command
+
+
+def caught_signal(console: list[str]) -> int | None:
+    """The signal QEMU said it terminated on (its last lines), if any."""
+    for line in console[-3:]:
+        match = _CAUGHT_SIGNAL.search(line)
+        if match:
+            return int(match[1])
+    return None
 
 
 def kvm_usable() -> bool:
@@ -166,10 +181,14 @@ class Guest:
 
     def close(self) -> BootRecord:
         child = self._child
-        if child.isalive():
+        # After EOF isalive() waits for QEMU to exit, so a QEMU still alive here is one we end ourselves.
+        ours = child.isalive()
+        if ours:
             child.terminate(force=True)
         child.close(force=True)
         self.record.exit_status = child.exitstatus if child.exitstatus is not None else child.signalstatus
+        if not ours:
+            self.record.outside_signal = child.signalstatus or caught_signal(self.record.console)
         self.record.seconds = time.monotonic() - self._started
         return self.record
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from . import ktap
 from .errors import BootError
 from .ktap import CaseResult, Status
+from .recovery import killed_by
 
 if TYPE_CHECKING:
     from .qemu import BootRecord
@@ -43,6 +44,8 @@ def render_failure(outcome: Outcome) -> str:
     parts = [headline]
     if outcome.error:
         parts.append(outcome.error)
+    if outcome.earlier:
+        parts.append(earlier_text(outcome))
     failing = [param for param in result.params if param.status not in (Status.PASSED, Status.SKIPPED)]
     if failing:
         parts.append("failing parameters: " + ", ".join(param.name for param in failing))
@@ -86,9 +89,18 @@ def qemu_failure(record: BootRecord) -> BootError | None:
     )
 
 
+def earlier_text(outcome: Outcome) -> str:
+    """How the guests before the one that gave this outcome stopped while the case ran."""
+    lines = [f"guest {number}: {stop}" for number, stop in enumerate(outcome.earlier, 1)]
+    lines.append(f"guest {len(outcome.earlier) + 1}, fresh: the result above")
+    return "run again in a fresh guest, since an earlier one stopped for a reason that was not this case's:\n" + (
+        "\n".join(lines)
+    )
+
+
 def boot_failure(record: BootRecord) -> BootError:
     """Why a boot printed no KTAP, with the console's tail; QEMU's own words first when QEMU itself failed."""
-    failed = qemu_failure(record)
+    failed = None if record.outside_signal is not None else qemu_failure(record)
     if failed is not None:
         return failed
     tail = "\n".join(record.console[-25:])
@@ -96,6 +108,8 @@ def boot_failure(record: BootRecord) -> BootError:
         what = "The kernel panicked before KUnit started."
     elif record.timed_out:
         what = "The guest printed nothing for too long before KUnit started and was killed."
+    elif record.outside_signal is not None:
+        what = f"{killed_by(record.outside_signal)} before KUnit started."
     elif not record.console:
         what = f"QEMU exited (status {record.exit_status}) without printing anything."
     else:

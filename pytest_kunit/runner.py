@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ktap
+from . import ktap, recovery
 from .arch import Arch
 from .build import BuildResult
 from .decode import decode_stacktrace
@@ -25,6 +25,7 @@ from .qemu import (
     kvm_usable,
     watchdog_seconds,
 )
+from .recovery import Action, Cause, Decision, Stop, outside_kill_error
 from .report import boot_failure
 from .tree import TreeFeatures
 
@@ -48,6 +49,7 @@ class Outcome:
     console: Path
     evidence: tuple[str, ...] = ()
     error: str = ""  # why a case has no result line
+    earlier: tuple[str, ...] = ()  # how each earlier guest stopped while this case ran (it was then rerun)
 
 
 def _unchanged(kernel: Kernel, words: list[str]) -> None:
@@ -69,6 +71,7 @@ class Stats:
     build_seconds: float = 0.0
     boots: int = 0
     boot_seconds: float = 0.0
+    reruns: int = 0  # cases run again in a fresh guest after an earlier crash or a signal from outside
     filters: list[str] = field(default_factory=list)
 
     def merge(self, other: Mapping[str, float]) -> None:
@@ -77,6 +80,7 @@ class Stats:
         self.build_seconds += other.get("build_seconds", 0.0)
         self.boots += int(other.get("boots", 0))
         self.boot_seconds += other.get("boot_seconds", 0.0)
+        self.reruns += int(other.get("reruns", 0))
 
 
 class Runner:
@@ -140,25 +144,27 @@ class Runner:
         return known[(suite, case)]
 
     def run(self, kernel: Kernel, wanted: Sequence[CaseId]) -> None:
-        """Boot until every wanted case has an outcome: one boot, plus one more for each guest that dies."""
+        """Boot until every wanted case has an outcome: one boot, plus one more for each guest that stops early."""
         order = {case: index for index, case in enumerate(kernel.cases)}
         known = self.outcomes.setdefault(kernel.key, {})
-        crashed_before = False
-        for _ in range(len(wanted) + 1):
+        stops: dict[CaseId | None, list[Stop]] = {}  # how guests stopped with a case in flight (None: before KUnit)
+        named_singly = False
+        # Each boot gives a case an outcome or a rerun, and a case is rerun at most twice.
+        for _ in range(3 * len(wanted) + 2):
             remaining = sorted((case for case in wanted if case not in known), key=lambda case: order.get(case, 0))
             if not remaining:
                 return
-            for boot_filter in self._filters(kernel, remaining, crashed_before):
-                crashed_before = self._boot(kernel, boot_filter, set(remaining)) or crashed_before
+            for boot_filter in self._filters(kernel, remaining, named_singly):
+                named_singly = self._boot(kernel, boot_filter, set(remaining), stops) or named_singly
         for case in wanted:
             known.setdefault(case, self._no_result(case, Path(os.devnull), "The runner gave up booting again."))
 
     @staticmethod
-    def _filters(kernel: Kernel, remaining: list[CaseId], crashed_before: bool) -> list[BootFilter]:
+    def _filters(kernel: Kernel, remaining: list[CaseId], named_singly: bool) -> list[BootFilter]:
         if kernel.features.filter_list:
             return [BootFilter(list_filter(kernel.cases, remaining))]
-        if crashed_before:
-            # A single glob can only leave out the case that crashed by naming the others one by one.
+        if named_singly:
+            # A single glob can only leave out the cases a stopped guest did run by naming the others one by one.
             return [BootFilter(f"{suite}.{case}") for suite, case in remaining]
         return single_glob_filters(kernel.cases, remaining, kernel.attributes if kernel.features.attributes else None)
 
@@ -171,8 +177,11 @@ class Runner:
             args.append(f"kunit.timeout={self.settings.timeout}")
         return tuple(args)
 
-    def guest(self, kernel: Kernel, kernel_args: tuple[str, ...]) -> tuple[BootRecord, list[ktap.Event]]:
-        """Boot once to the end; under KVM, a guest that hangs or aborts before KUnit starts is rerun under TCG."""
+    def guest(
+        self, kernel: Kernel, kernel_args: tuple[str, ...], stop_after_crash: bool = False
+    ) -> tuple[BootRecord, list[ktap.Event]]:
+        """Boot once to the end (or, with `stop_after_crash`, to the result line of the first case after a crash);
+        under KVM, a guest that hangs or aborts before KUnit starts is rerun under TCG."""
         args = kernel_command_line(kernel.arch, kernel_args)
         self.edits.kernel_args(kernel, args)
         while True:
@@ -186,7 +195,12 @@ class Runner:
                 edit_command=functools.partial(self.edits.qemu_command, kernel),
             )
             kvm = self.accel == "kvm"
-            record, events = boot(request, self.sink, first_output_timeout=KVM_FIRST_OUTPUT if kvm else None)
+            record, events = boot(
+                request,
+                self.sink,
+                first_output_timeout=KVM_FIRST_OUTPUT if kvm else None,
+                stop_after_crash=stop_after_crash,
+            )
             if kvm and not record.ktap_started and (record.timed_out or record.exit_status not in (0, None)):
                 # KVM is unusable here: everything from now on runs under TCG.
                 self.accel = "tcg"
@@ -195,15 +209,25 @@ class Runner:
             self.stats.boot_seconds += record.seconds
             return record, events
 
-    def _boot(self, kernel: Kernel, boot_filter: BootFilter, wanted: set[CaseId]) -> bool:
-        """Boot once; record outcomes for `wanted`; return whether the guest died part-way."""
+    def _boot(
+        self, kernel: Kernel, boot_filter: BootFilter, wanted: set[CaseId], stops: dict[CaseId | None, list[Stop]]
+    ) -> bool:
+        """Boot once; record outcomes for `wanted`; return whether the guest stopped part-way."""
         self.stats.filters.append(boot_filter.describe())
-        record, events = self.guest(kernel, self._kernel_args(kernel, boot_filter))
+        record, events = self.guest(
+            kernel, self._kernel_args(kernel, boot_filter), stop_after_crash=self.settings.reboot_after_crash
+        )
         self.suite_seconds.setdefault(kernel.key, {}).update(record.suite_seconds)
         console = self._save_console(kernel, record)
         known = self.outcomes.setdefault(kernel.key, {})
+        executed = executed_cases(kernel.cases, boot_filter, kernel.attributes)
+        unrun = [case for case in executed if case in wanted and case not in known]
 
         if not record.ktap_started:
+            if record.outside_signal is not None:
+                # Killed from outside before KUnit began: not the kernel's fault either.
+                self._stopped(known, Stop(Cause.KILLED, str(console), signal=record.outside_signal), None, unrun, stops)
+                return False
             # Nothing ran: every case of this boot carries the same explanation, and no further boot is tried.
             why = f"{boot_failure(record).render()}\nWhole console: {console}"
             self.unbootable[kernel.key] = (console, why)
@@ -211,19 +235,22 @@ class Runner:
                 known.setdefault(case, self._no_result(case, console, why))
             return False
 
-        for event in events:
-            if isinstance(event, ktap.CaseResult) and (event.suite, event.case) in wanted:
+        results = [event for event in events if isinstance(event, ktap.CaseResult)]
+        for event in results:
+            case = (event.suite, event.case)
+            if case in wanted:
                 # Only a case that did not pass needs its crash report decoded (some passing cases oops on purpose).
                 failed = event.status not in (ktap.Status.PASSED, ktap.Status.SKIPPED)
                 crash_report = self._crash_report(kernel, ktap.fault_lines(event.diagnostics)) if failed else ()
-                known[(event.suite, event.case)] = Outcome(event, console, crash_report)
+                known[case] = Outcome(event, console, crash_report, earlier=_described(stops.get(case, [])))
 
         unfinished = [event for event in events if isinstance(event, ktap.Unfinished)]
-        died = record.timed_out or bool(unfinished)
-        executed = executed_cases(kernel.cases, boot_filter, kernel.attributes)
-        reported = {(e.suite, e.case) for e in events if isinstance(e, ktap.CaseResult)}
+        reported = {(result.suite, result.case) for result in results}
         in_flight = next((case for case in executed if case not in reported), None)
-        if not died or in_flight is None:
+        if record.stopped:
+            return True  # ended on purpose after a crash: what it did not run is booted again
+        stopped_early = record.timed_out or bool(unfinished) or record.outside_signal is not None
+        if in_flight is None or not stopped_early:
             for case in executed:
                 if case in wanted and case not in known:
                     known[case] = self._no_result(
@@ -233,14 +260,44 @@ class Runner:
 
         # Evidence for the case that was running: only what the console said after the last result line.
         log = list(unfinished[0].log) if unfinished else ktap.since_last_result(record.console)
-        evidence = ktap.fault_lines(log)
-        # Killed by the watchdog with no crash report: a hang. Anything else that ended mid-suite crashed.
-        status = ktap.Status.TIMED_OUT if record.timed_out and not evidence else ktap.Status.CRASHED
-        if in_flight in wanted:
+        before = record.console[: len(record.console) - len(ktap.since_last_result(record.console))]
+        stop = Stop(
+            recovery.cause_of(record.timed_out, record.outside_signal),
+            str(console),
+            evidence=tuple(ktap.fault_lines(log)),
+            earlier_crash=recovery.earlier_crash(results, before),
+            signal=record.outside_signal,
+        )
+        if in_flight not in wanted:
+            return True  # nobody asked for it: the wanted cases after it are booted again
+        unrun = [case for case in unrun if case not in known]
+        decision = self._stopped(known, stop, in_flight, unrun, stops)
+        if decision.status is not None:
             diagnostics = tuple(log) or tuple(record.console[-25:])
-            result = ktap.CaseResult(in_flight[0], in_flight[1], status, "", diagnostics)
-            known[in_flight] = Outcome(result, console, self._crash_report(kernel, evidence))
+            result = ktap.CaseResult(in_flight[0], in_flight[1], decision.status, "", diagnostics)
+            crash_report = self._crash_report(kernel, list(stop.evidence))
+            known[in_flight] = Outcome(result, console, crash_report, earlier=_described(stops.get(in_flight, [])))
         return True
+
+    def _stopped(
+        self,
+        known: dict[CaseId, Outcome],
+        stop: Stop,
+        in_flight: CaseId | None,
+        unrun: list[CaseId],
+        stops: dict[CaseId | None, list[Stop]],
+    ) -> Decision:
+        """Decide about the case in flight; a rerun is noted, giving up is an error for every case left unrun."""
+        earlier = stops.get(in_flight, [])
+        decision = recovery.decide(stop, earlier)
+        if decision.action is Action.RERUN:
+            stops.setdefault(in_flight, []).append(stop)
+            self.stats.reruns += 1
+        elif decision.action is Action.GIVE_UP:
+            error = outside_kill_error([*earlier, stop]).render()
+            for case in unrun:
+                known[case] = self._no_result(case, Path(stop.console), error)
+        return decision
 
     def _crash_report(self, kernel: Kernel, lines: list[str]) -> tuple[str, ...]:
         return decode_stacktrace(tuple(lines), kernel.build.build_dir, kernel.tree)
@@ -257,20 +314,35 @@ class Runner:
 
 
 def boot(
-    request: BootRequest, sink: Callable[[str], None] | None = None, first_output_timeout: float | None = None
+    request: BootRequest,
+    sink: Callable[[str], None] | None = None,
+    first_output_timeout: float | None = None,
+    stop_after_crash: bool = False,
 ) -> tuple[BootRecord, list[ktap.Event]]:
-    """Boot one guest to the end, parsing its console as it streams."""
+    """Boot one guest to the end, parsing its console as it streams; with `stop_after_crash`, end it as soon as a
+    case's result line follows a crash (oops, BUG), so no later case runs on a tainted kernel."""
     parser = ktap.KtapParser()
     events: list[ktap.Event] = []
     started: dict[str, float] = {}
+    crashed = False
     with Guest(request, sink) as guest:
         for line in guest.lines(first_output_timeout):
+            crashed = crashed or bool(ktap.fault_lines([line]))
             for event in parser.feed(line):
                 events.append(event)
                 if isinstance(event, ktap.SuiteStarted):
                     started[event.suite] = time.monotonic()
                 elif isinstance(event, ktap.SuiteFinished) and event.suite in started:
                     guest.record.suite_seconds[event.suite] = time.monotonic() - started[event.suite]
+                elif isinstance(event, ktap.CaseResult) and stop_after_crash:
+                    crashed = crashed or event.status is ktap.Status.CRASHED
+                    guest.record.stopped = crashed
+            if guest.record.stopped:
+                break
     events.extend(parser.finish())
     guest.record.ktap_started = parser.started
     return guest.record, events
+
+
+def _described(stops: list[Stop]) -> tuple[str, ...]:
+    return tuple(stop.describe() for stop in stops)

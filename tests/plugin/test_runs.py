@@ -250,14 +250,6 @@ def test_out_of_tree_suite_changes_rebuild_and_nothing_else_does(
     result.stdout.fnmatch_lines(["*kernel builds: 1 *"])
 
 
-def test_hang_after_an_earlier_crash_is_a_timeout(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
-    fake_kernel.set_case("other", "first", outcome="crash")
-    fake_kernel.set_case("other", "second", outcome="hang")
-    result = project.runpytest(*fake_kernel.options("-k", "other", "--kunit-timeout=2"))
-    result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["*other.first CRASHED*", "*other.second TIMED OUT*"])
-
-
 def test_xdist_workers_boot_their_own_batches(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
     result = project.runpytest_subprocess(*fake_kernel.options("-n", "2", "-v"))
     result.assert_outcomes(passed=3, failed=2, skipped=1)

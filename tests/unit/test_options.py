@@ -124,7 +124,7 @@ def test_bad_ini_value_is_a_usage_error_naming_the_key(
     assert f"ERROR: ini key {key!r} in {ini}: {expected}" in stderr
 
 
-@pytest.mark.parametrize("key", ["kunit", "kunit_raw"])
+@pytest.mark.parametrize("key", ["kunit", "kunit_raw", "kunit_reboot_after_crash"])
 def test_bad_boolean_ini_value_is_a_usage_error_naming_the_key(pytester: pytest.Pytester, key: str) -> None:
     pytester.makeini(f"[pytest]\n{key} = maybe\n")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
@@ -179,6 +179,7 @@ def test_defaults(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
         accel=Accel.TCG,
         raw=False,
         isolate=Isolate.NONE,
+        reboot_after_crash=False,
         qemu=None,
         arch="x86_64",
     )
@@ -222,16 +223,24 @@ def test_good_ini_values_are_used(pytester: pytest.Pytester) -> None:
     pytester.makeini(
         "[pytest]\nkunit = true\nkunit_raw = yes\nkunit_jobs = 5\nkunit_timeout = 30\nkunit_accel = auto\n"
         "kunit_isolate = case\nkunit_qemu = /opt/qemu/bin/qemu-system-x86_64\nkunit_cache_dir = cache-here\n"
+        "kunit_reboot_after_crash = true\n"
         "kunit_patches =\n    series-b\n    series-a\n"
     )
     settings = options.resolve(pytester.parseconfig("-p", "no:cacheprovider"))
     assert settings.enabled is True
     assert settings.raw is True
+    assert settings.reboot_after_crash is True
     assert (settings.jobs, settings.timeout, settings.accel, settings.isolate) == (5, 30, Accel.AUTO, Isolate.CASE)
     assert settings.qemu == "/opt/qemu/bin/qemu-system-x86_64"
     assert settings.cache_dir.name == "cache-here"
     # Ini patch directories are relative to the rootdir, in the order written.
     assert settings.patch_dirs == ((pytester.path / "series-b").resolve(), (pytester.path / "series-a").resolve())
+
+
+def test_boolean_flag_beats_its_ini_key(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nkunit_reboot_after_crash = false\n")
+    assert resolved(pytester).reboot_after_crash is False
+    assert resolved(pytester, "--kunit-reboot-after-crash").reboot_after_crash is True
 
 
 def test_patches_none_and_default_series(pytester: pytest.Pytester) -> None:
