@@ -146,7 +146,7 @@ class KunitCase(pytest.Item):
         assert self.outcome is not None
         if self.outcome.result.status is Status.NO_RESULT:
             # No result line is an error of the run (reported at setup), never a pass.
-            self._attach_console()
+            self._attach_console("setup")
             pytest.fail(render_failure(self.outcome), pytrace=False)
 
     def runtest(self) -> None:
@@ -163,16 +163,32 @@ class KunitCase(pytest.Item):
             raise pytest.skip.Exception(result.reason or "skipped by the kernel", _use_item_location=True)
         if result.status is Status.XFAIL:
             raise pytest.xfail.Exception(result.reason or "the kernel expected this case to fail")
-        self._attach_console()
+        self._attach_console("call")
         raise KunitCaseError(self.outcome)
 
-    def _attach_console(self) -> None:
+    def _attach_console(self, when: str) -> None:
+        """The case's own slice of the console; the boot's whole console (its file is named in the failure) only
+        with -v."""
         assert self.outcome is not None
+        if self.outcome.lines:
+            self.add_report_section(when, f"kunit console: {self.suite}.{self.name}", "\n".join(self.outcome.lines))
+        if self.config.option.verbose <= 0:
+            return
         try:
             console = self.outcome.console.read_text(errors="replace")
         except OSError:
             return
-        self.add_report_section("call", f"kunit console ({self.outcome.console})", console)
+        self.add_report_section(when, f"kunit console ({self.outcome.console})", console)
+
+    def time_report(self, report: pytest.TestReport) -> None:
+        """Give the report the case's own run time, as the console tells it (what JUnit and --durations show); the
+        set-up, which may have booted the guest for the whole batch, none: boots are the session's time."""
+        if self.outcome is None:
+            return  # no boot answered: the time measured is all there is
+        if report.when == "setup":
+            report.duration = 0.0
+        elif report.when == "call" and self.outcome.seconds is not None:
+            report.duration = self.outcome.seconds
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, KunitCaseError):

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.junitxml import xml_key
 
 from . import options
 from .arch import ARCHES, Arch
 from .cache import load_durations, save_durations
 from .items import MARKERS, KunitCase, KunitconfigFile, collects, fragment_nodeid
 from .planning import PlannedCase, plan_batches
+from .report import junit_properties
 from .session import STATE, SessionState
 from .workers import is_worker, run_id, worker_count, worker_durations
 
@@ -83,10 +86,22 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state.runner.set_plan(cases, plan_batches(cases, worker_count(config), state.settings.isolate, durations))
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, Any, None]:
+    made = yield
+    if isinstance(item, KunitCase):
+        item.time_report(made.get_result())
+
+
+@pytest.hookimpl(tryfirst=True)  # before junitxml writes its file
 def pytest_sessionfinish(session: pytest.Session) -> None:
     state = session.config.stash.get(STATE, None)
     if state is None:
         return
+    xml = session.config.stash.get(xml_key, None)  # only where the report is written: never on an xdist worker
+    if xml is not None:
+        for name, value in junit_properties(state.stats):
+            xml.add_global_property(name, value)
     if is_worker(session.config):
         workeroutput: dict[str, Any] = session.config.workeroutput  # type: ignore[attr-defined]
         stats = asdict(state.stats)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .arch import Arch
+from .console import ConsoleMap, strip_controls
 from .errors import BootError
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ class BootRecord:
     exit_status: int | None = None
     seconds: float = 0.0
     suite_seconds: dict[str, float] = field(default_factory=dict)  # wall time from each suite's header to its result
+    console_map: ConsoleMap = field(default_factory=ConsoleMap)  # where and when each suite and case ran
     ktap_started: bool = False  # the console reached a KTAP/TAP version line: KUnit ran
     stopped: bool = False  # pytest-kunit ended the guest on purpose before it finished (not the watchdog)
     outside_signal: int | None = None  # the signal that ended QEMU, when pytest-kunit did not send it
@@ -173,7 +175,8 @@ class Guest:
             yield self._keep(child.before or "")
 
     def _keep(self, text: str) -> str:
-        line = text.replace("\r", "")
+        # Firmware's terminal escapes (clear screen, reset) mean nothing in a report, a file or a log.
+        line = strip_controls(text)
         self.record.console.append(line)
         if self._sink is not None:
             self._sink(line)

@@ -1,4 +1,5 @@
-"""What a user reads about a kernel test case: its failure paragraph, its parameters, why a boot ran nothing."""
+"""What a user reads: a kernel test case's failure paragraph and parameters, why a boot ran nothing, the session's
+figures in JUnit."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .recovery import killed_by
 
 if TYPE_CHECKING:
     from .qemu import BootRecord
-    from .runner import Outcome
+    from .runner import Outcome, Stats
 
 
 def params_text(result: CaseResult) -> str:
@@ -119,3 +120,13 @@ def boot_failure(record: BootRecord) -> BootError:
         "QEMU, and read the console below."
     )
     return BootError(what, remedy, detail=f"Console tail:\n{tail}")
+
+
+def junit_properties(stats: Stats) -> list[tuple[str, str]]:
+    """The session's own figures, as JUnit <testsuite> properties: what no single case's time includes."""
+    return [
+        ("kunit_builds", str(stats.builds)),
+        ("kunit_build_seconds", f"{stats.build_seconds:.3f}"),
+        ("kunit_boots", str(stats.boots)),
+        ("kunit_boot_seconds", f"{stats.boot_seconds:.3f}"),
+    ]

@@ -46,10 +46,12 @@ class Kernel:
 @dataclass(frozen=True)
 class Outcome:
     result: ktap.CaseResult
-    console: Path
+    console: Path  # the whole console of the boot, as a file
     evidence: tuple[str, ...] = ()
     error: str = ""  # why a case has no result line
     earlier: tuple[str, ...] = ()  # how each earlier guest stopped while this case ran (it was then rerun)
+    lines: tuple[str, ...] = ()  # the case's own slice of the console
+    seconds: float | None = None  # how long the case ran, by the console's times
 
 
 def _unchanged(kernel: Kernel, words: list[str]) -> None:
@@ -168,8 +170,8 @@ class Runner:
             return [BootFilter(f"{suite}.{case}") for suite, case in remaining]
         return single_glob_filters(kernel.cases, remaining, kernel.attributes if kernel.features.attributes else None)
 
-    def _no_result(self, case: CaseId, console: Path, why: str) -> Outcome:
-        return Outcome(ktap.CaseResult(case[0], case[1], ktap.Status.NO_RESULT), console, error=why)
+    def _no_result(self, case: CaseId, console: Path, why: str, lines: tuple[str, ...] = ()) -> Outcome:
+        return Outcome(ktap.CaseResult(case[0], case[1], ktap.Status.NO_RESULT), console, error=why, lines=lines)
 
     def _kernel_args(self, kernel: Kernel, boot_filter: BootFilter) -> tuple[str, ...]:
         args = list(boot_filter.kernel_args())
@@ -222,6 +224,10 @@ class Runner:
         known = self.outcomes.setdefault(kernel.key, {})
         executed = executed_cases(kernel.cases, boot_filter, kernel.attributes)
         unrun = [case for case in executed if case in wanted and case not in known]
+        layout = record.console_map
+
+        def lines(case: CaseId) -> tuple[str, ...]:
+            return layout.case_lines(record.console, case)
 
         if not record.ktap_started:
             if record.outside_signal is not None:
@@ -242,7 +248,14 @@ class Runner:
                 # Only a case that did not pass needs its crash report decoded (some passing cases oops on purpose).
                 failed = event.status not in (ktap.Status.PASSED, ktap.Status.SKIPPED)
                 crash_report = self._crash_report(kernel, ktap.fault_lines(event.diagnostics)) if failed else ()
-                known[case] = Outcome(event, console, crash_report, earlier=_described(stops.get(case, [])))
+                known[case] = Outcome(
+                    event,
+                    console,
+                    crash_report,
+                    earlier=_described(stops.get(case, [])),
+                    lines=lines(case),
+                    seconds=layout.seconds.get(case),
+                )
 
         unfinished = [event for event in events if isinstance(event, ktap.Unfinished)]
         reported = {(result.suite, result.case) for result in results}
@@ -253,9 +266,8 @@ class Runner:
         if in_flight is None or not stopped_early:
             for case in executed:
                 if case in wanted and case not in known:
-                    known[case] = self._no_result(
-                        case, console, "The kernel ran this boot to the end without printing this case's result."
-                    )
+                    why = "The kernel ran this boot to the end without printing this case's result."
+                    known[case] = self._no_result(case, console, why, lines(case))
             return False
 
         # Evidence for the case that was running: only what the console said after the last result line.
@@ -276,7 +288,8 @@ class Runner:
             diagnostics = tuple(log) or tuple(record.console[-25:])
             result = ktap.CaseResult(in_flight[0], in_flight[1], decision.status, "", diagnostics)
             crash_report = self._crash_report(kernel, list(stop.evidence))
-            known[in_flight] = Outcome(result, console, crash_report, earlier=_described(stops.get(in_flight, [])))
+            earlier = _described(stops.get(in_flight, []))
+            known[in_flight] = Outcome(result, console, crash_report, earlier=earlier, lines=lines(in_flight))
         return True
 
     def _stopped(
@@ -328,8 +341,10 @@ def boot(
     with Guest(request, sink) as guest:
         for line in guest.lines(first_output_timeout):
             crashed = crashed or bool(ktap.fault_lines([line]))
+            index, now = len(guest.record.console) - 1, time.monotonic()
             for event in parser.feed(line):
                 events.append(event)
+                guest.record.console_map.note(event, index, line, now)
                 if isinstance(event, ktap.SuiteStarted):
                     started[event.suite] = time.monotonic()
                 elif isinstance(event, ktap.SuiteFinished) and event.suite in started:

@@ -86,9 +86,9 @@ class SessionState:
         return parse_fragment("\n".join(lines), "pytest_kunit_kconfig hook")
 
     def _raw_sink(self) -> Callable[[str], None]:
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-
         def sink(line: str) -> None:
+            # Looked up per line: the state is made before the terminal reporter is registered.
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
             if reporter is not None:
                 reporter.write_line(f"[guest] {line}")
 

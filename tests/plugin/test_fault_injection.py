@@ -150,11 +150,11 @@ def test_list_boot_behind_a_console_cutting_wrapper_is_an_error_never_cached(
     project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path
 ) -> None:
     # What `qemu ... | head` does: the console stops part-way and the exit status is 0.
-    qemu = qemu_script(tmp_path, f'{FAKE / "qemu"} "$@" 2>/dev/null | head -n 5')
+    qemu = qemu_script(tmp_path, f'{FAKE / "qemu"} "$@" 2>/dev/null | head -n 6')
     result = project.runpytest(*fake_kernel.options(f"--kunit-qemu={qemu}"))
     result.stdout.fnmatch_lines(
         [
-            "*The kunit.action=list boot of */vmlinux did not reach its end (the console stopped after 5 lines, with "
+            "*The kunit.action=list boot of */vmlinux did not reach its end (the console stopped after 6 lines, with "
             "no reboot, though QEMU exited 0; 2 cases listed, after a second try): the case list would be "
             "incomplete, so none was collected or cached.",
             "What to do: check what runs QEMU*",

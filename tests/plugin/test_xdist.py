@@ -170,7 +170,9 @@ COLLECTION = [
 
 
 def scheduler_for(pytester: pytest.Pytester, mode: str) -> KunitScheduling:
-    config = pytester.parseconfigure("-p", "no:cacheprovider", "--kunit", "--tx=2*popen", "--dist", mode)
+    config = pytester.parseconfigure(
+        "-p", "no:cacheprovider", "-p", "no:benchmark", "--kunit", "--tx=2*popen", "--dist", mode
+    )
     scheduler = config.hook.pytest_xdist_make_scheduler(config=config, log=Producer("test", enabled=False))
     assert isinstance(scheduler, KunitScheduling)
     return scheduler

@@ -1,0 +1,104 @@
+"""What a failing case's report holds (its own slice of the console, no terminal escapes; the whole console only with
+-v), and the times JUnit gets: each case its own, the builds and boots the session's."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from .conftest import FakeKernel
+
+
+def test_a_failure_holds_its_own_slice_of_the_console(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    result = project.runpytest(*fake_kernel.options("-k", "example_failing_test or other"))
+    result.assert_outcomes(passed=2, failed=1)
+    text = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "console: */consoles/*.log",  # the whole console is in a file the report names
+            "*Captured kunit console: example.example_failing_test call*",
+            "*# Subtest: example",
+            "*# example_failing_test: EXPECTATION FAILED at lib/kunit/kunit-example-test.c:11",
+            "*not ok 1 example_failing_test",
+        ]
+    )
+    # Nothing of the boot before the suite, of the other suite, or any terminal escape.
+    assert "SeaBIOS" not in text and "Linux version" not in text and "# Subtest: other" not in text
+    assert "\x1b" not in text
+    (console,) = fake_kernel.cache.glob("consoles/*/*.log")
+    whole = console.read_text()
+    assert "SeaBIOS (version fake)" in whole and "\x1b" not in whole
+
+
+def test_verbose_adds_the_whole_console_without_escapes(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    result = project.runpytest(*fake_kernel.options("-v", "-k", "example_failing_test"))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*Captured kunit console (*.log) call*", "SeaBIOS (version fake)", "*Linux version*"])
+    assert "\x1b" not in result.stdout.str()
+
+
+def test_raw_console_is_streamed_without_escapes(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    result = project.runpytest(*fake_kernel.options("--kunit-raw", "-k", "example_simple_test"))
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["[[]guest[]] SeaBIOS (version fake)", "[[]guest[]] Booting from ROM..Linux version*"])
+    assert "\x1b" not in result.stdout.str()
+
+
+def test_a_crash_report_is_in_the_crashed_cases_slice(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    fake_kernel.set_case("other", "second", outcome="crash", kills_guest=True)
+    result = project.runpytest(*fake_kernel.options("-k", "other"))
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*Captured kunit console: other.second call*", "*# Subtest: other", "*ok 1 first", "BUG: kernel NULL*"]
+    )
+
+
+def junit_times(report: Path) -> dict[str, float]:
+    cases = ET.parse(report).getroot().iter("testcase")
+    return {case.get("name", ""): float(case.get("time", "nan")) for case in cases}
+
+
+def suite_properties(report: Path) -> dict[str, str]:
+    suite = ET.parse(report).getroot().find("testsuite")
+    assert suite is not None
+    return {prop.get("name", ""): prop.get("value", "") for prop in suite.iterfind("properties/property")}
+
+
+def test_junit_times_are_each_cases_own_by_printk_time(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    spec = fake_kernel.spec()
+    spec["printk_time"] = True
+    for index, case in enumerate(spec["suites"][0]["cases"]):
+        case["seconds"] = 0.25 * (index + 1)
+    fake_kernel.write_spec(spec)
+    xml = project.path / "junit.xml"
+    project.runpytest(*fake_kernel.options(f"--junitxml={xml}")).assert_outcomes(passed=3, failed=2, skipped=1)
+    times = junit_times(xml)
+    # The kernel's own times (the first case's includes no boot), plus pytest's own few microseconds per phase.
+    expected = {"example_simple_test": 0.25, "example_failing_test": 0.5, "example_params_test": 1.0}
+    for name, seconds in expected.items():
+        assert seconds <= times[name] < seconds + 0.05, (name, times)
+    assert times["first"] < 0.05 and times["second"] < 0.05
+    properties = suite_properties(xml)
+    assert properties["kunit_builds"] == "1" and properties["kunit_boots"] == "2"
+    assert float(properties["kunit_build_seconds"]) > 0 and float(properties["kunit_boot_seconds"]) > 0
+
+
+def test_junit_times_by_the_host_without_printk_time(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    spec = fake_kernel.spec()
+    spec["case_delay"] = 0.3
+    fake_kernel.write_spec(spec)
+    xml = project.path / "junit.xml"
+    project.runpytest(*fake_kernel.options(f"--junitxml={xml}", "-k", "other")).assert_outcomes(passed=2)
+    times = junit_times(xml)
+    assert times["first"] >= 0.25 and times["second"] >= 0.25
+
+
+def test_junit_session_figures_under_xdist(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    xml = project.path / "junit.xml"
+    result = project.runpytest_subprocess(*fake_kernel.options("-n", "2", f"--junitxml={xml}"))
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    properties = suite_properties(xml)
+    # Built once between the workers; the listing boot, then one boot per worker.
+    assert (properties["kunit_builds"], properties["kunit_boots"]) == ("1", "3")
