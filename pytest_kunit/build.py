@@ -19,6 +19,7 @@ from .errors import BuildError
 from .image import ImageCheck, ImageRecord, check_image
 from .kconfig import Fragment, check_fragment, parse_fragment
 from .locking import cache_lock
+from .processes import group
 from .tree import PreparedTree
 
 STAMP = ".pytest-kunit-stamp"
@@ -89,10 +90,10 @@ def _configure(request: BuildRequest, build_dir: Path, fragment: Fragment, log: 
     previous = dotconfig.read_text() if dotconfig.exists() else None
     previous_mtime = dotconfig.stat().st_mtime_ns if dotconfig.exists() else None
     dotconfig.write_text(fragment.text())
-    with log.open("a") as stream:
-        command = _make(request, build_dir, f"-j{request.jobs}", "syncconfig")
-        result = subprocess.run(command, stdout=stream, stderr=subprocess.STDOUT)
-    if result.returncode != 0:
+    command = _make(request, build_dir, f"-j{request.jobs}", "syncconfig")
+    with log.open("a") as stream, group(command, stdout=stream, stderr=subprocess.STDOUT) as process:
+        returncode = process.wait()
+    if returncode != 0:
         raise BuildError(
             f"`make syncconfig` failed in {request.tree.path}.",
             f"read the log {log}; the tree may be incomplete or not configured for O= builds "
@@ -111,24 +112,17 @@ def _run_make(request: BuildRequest, build_dir: Path, log: Path, progress: Progr
     expected = int(steps_file.read_text()) if steps_file.exists() else 0
     command = _make(request, build_dir, f"-j{request.jobs}", request.arch.make.target)
     steps = 0
-    with log.open("a") as stream:
-        process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
-        )
+    output = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True, "errors": "replace"}
+    with log.open("a") as stream, group(command, **output) as process:
         assert process.stdout is not None
-        try:
-            for line in process.stdout:
-                stream.write(line)
-                step = _STEP.match(line)
-                if step:
-                    steps += 1
-                    total = f"/~{expected}" if expected > steps else ""
-                    progress(f"building kernel: {steps}{total} {step.group(1)} {step.group(2)}")
-            returncode = process.wait()
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+        for line in process.stdout:
+            stream.write(line)
+            step = _STEP.match(line)
+            if step:
+                steps += 1
+                total = f"/~{expected}" if expected > steps else ""
+                progress(f"building kernel: {steps}{total} {step.group(1)} {step.group(2)}")
+        returncode = process.wait()
     if returncode != 0:
         lines = log.read_text(errors="replace").splitlines()
         errors = [line for line in lines if _ERROR.search(line)][-20:]
@@ -150,7 +144,7 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
     log = build_dir / "build.log"
     stamp = _digest(build_key, request.extra_key)
     started = time.monotonic()
-    with cache_lock(request.cache_dir, f"build-{build_key}"):
+    with cache_lock(request.cache_dir, f"build-{build_key}", f"building the kernel in {build_dir}", progress):
         build_dir.mkdir(parents=True, exist_ok=True)
         stamp_file = build_dir / STAMP
         recorded = stamp_file.read_text().split() if stamp_file.exists() else []

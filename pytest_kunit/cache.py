@@ -141,7 +141,7 @@ def save_durations(cache_dir: Path, rootpath: Path, measured: Durations) -> None
     if not measured:
         return
     path = _durations_file(cache_dir, rootpath)
-    with cache_lock(cache_dir, f"durations-{path.stem}"):
+    with cache_lock(cache_dir, f"durations-{path.stem}", "saving suite durations"):
         merged = load_durations(cache_dir, rootpath)
         for kernel, suites in measured.items():
             merged.setdefault(kernel, {}).update(suites)

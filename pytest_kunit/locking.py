@@ -1,13 +1,48 @@
-"""Cross-process locks in the cache: one build per tree and config, however many workers or sessions ask."""
+"""Cross-process locks in the cache: one build per tree and config, however many workers or sessions ask; a process
+kept waiting is told who holds the lock, doing what, and for how long."""
 
 from __future__ import annotations
 
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import filelock
 
+# Waiting longer than this on a lock is worth a line saying why.
+NOTE_AFTER = 3.0
 
-def cache_lock(cache_dir: Path, name: str) -> filelock.FileLock:
+
+def _holder(sidecar: Path) -> str:
+    """Who holds a lock, from the note its holder left beside it."""
+    try:
+        pid, since, what = sidecar.read_text().split("\n", 2)
+        held = time.time() - float(since)
+        os.kill(int(pid), 0)
+    except (OSError, ValueError):
+        return "held by a process that left no note"
+    return f"held by pid {pid} ({what.strip() or 'no description'}) for {held:.0f} s so far"
+
+
+@contextmanager
+def cache_lock(cache_dir: Path, name: str, what: str = "", note: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the cache lock `name` while doing `what` (said to whoever waits); after NOTE_AFTER seconds of waiting,
+    `note` is told once who holds it."""
     locks = cache_dir / "locks"
     locks.mkdir(parents=True, exist_ok=True)
-    return filelock.FileLock(str(locks / f"{name}.lock"))
+    lock = filelock.FileLock(str(locks / f"{name}.lock"))
+    sidecar = locks / f"{name}.holder"
+    try:
+        lock.acquire(timeout=NOTE_AFTER if note is not None else -1)
+    except filelock.Timeout:
+        assert note is not None
+        note(f"waiting for the cache lock {name}: {_holder(sidecar)}")
+        lock.acquire()
+    try:
+        sidecar.write_text(f"{os.getpid()}\n{time.time()}\n{what}\n")
+        yield
+    finally:
+        sidecar.unlink(missing_ok=True)
+        lock.release()

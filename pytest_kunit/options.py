@@ -7,6 +7,7 @@ Precedence: a command-line option beats its ini key, which beats the built-in de
 from __future__ import annotations
 
 import enum
+import math
 import os
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -72,6 +73,11 @@ OPTIONS = (
         "a guest silent for this long plus a quarter (at most 15 s more) is killed and its running case reported "
         "timed out; default 120",
     ),
+    Option(
+        "kunit_boot_timeout",
+        "seconds a whole boot may last before its guest is killed and the case it was running reported timed out "
+        "(a guest that keeps printing is never silent); default: 60 plus the case timeout for each case it runs",
+    ),
     Option("kunit_accel", "QEMU accelerator: tcg (default), kvm, or auto (KVM if usable, falling back to TCG)"),
     Option("kunit_raw", "stream each guest's console to the terminal as it boots", "bool"),
     Option(
@@ -101,6 +107,7 @@ class Settings:
     cache_dir: Path
     jobs: int
     timeout: int
+    boot_timeout: float | None  # None: derived for each boot from its number of cases
     accel: Accel
     raw: bool
     isolate: Isolate
@@ -179,6 +186,13 @@ def _case_timeout(value: Any) -> int:
     return int(number)
 
 
+def _positive_seconds(value: Any) -> float:
+    number = float(value)
+    if not math.isfinite(number) or number <= 0:
+        raise ValueError
+    return number
+
+
 def _path(value: Any) -> Path:
     return Path(str(value)).expanduser()
 
@@ -251,6 +265,7 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
             _case_timeout,
             f"a whole number of seconds from 1 to {MAX_CASE_TIMEOUT} (what the kernel's kunit.timeout accepts)",
         ),
+        boot_timeout=_convert(config, "kunit_boot_timeout", None, _positive_seconds, "a positive number of seconds"),
         accel=_convert(config, "kunit_accel", Accel.TCG, Accel, "one of auto, tcg, kvm"),
         raw=bool(_raw(config, "kunit_raw")[0]),
         isolate=_convert(config, "kunit_isolate", Isolate.NONE, Isolate, "one of none, suite, case"),

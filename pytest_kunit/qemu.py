@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from .arch import Arch
 from .console import ConsoleMap, strip_controls
 from .errors import BootError
+from .processes import kill_group
 
 if TYPE_CHECKING:
     import pexpect
@@ -30,6 +31,16 @@ def watchdog_seconds(case_timeout: float) -> float:
     """Silence that kills a guest: the per-case timeout plus a grace (a quarter, at most 15 s) in which the kernel
     can report the timed-out case itself."""
     return case_timeout + min(15.0, case_timeout / 4)
+
+
+# What a boot may take beyond its cases' own time: starting the kernel, the list boot, shutting down.
+BOOT_ALLOWANCE = 60.0
+
+
+def boot_deadline(case_timeout: float, cases: int) -> float:
+    """The longest a boot can legitimately last: the kernel stops each case at its timeout. Past it, a guest that
+    still prints (which the silence watchdog never catches) is killed."""
+    return BOOT_ALLOWANCE + cases * case_timeout
 
 
 # Under KVM a guest that has said nothing for this long is taken as hung and booted again under TCG.
@@ -52,6 +63,8 @@ class BootRequest:
     accel: str  # "tcg" or "kvm"
     silence_timeout: float
     qemu: str | None = None
+    deadline: float | None = None  # seconds the whole boot may last
+    deadline_source: str = ""  # where the deadline came from, for the message when it kills a guest
     edit_command: Callable[[list[str]], None] | None = None  # a last edit of the QEMU command, in place
 
 
@@ -62,6 +75,7 @@ class BootRecord:
     command: list[str]
     console: list[str] = field(default_factory=list)
     timed_out: bool = False
+    killed_for: str = ""  # why the runner killed the guest (silence, or its deadline); empty if it ended by itself
     exit_status: int | None = None
     seconds: float = 0.0
     suite_seconds: dict[str, float] = field(default_factory=dict)  # wall time from each suite's header to its result
@@ -77,8 +91,7 @@ _LIVE: weakref.WeakSet[pexpect.spawn[str]] = weakref.WeakSet()
 @atexit.register
 def _kill_live_guests() -> None:
     for child in list(_LIVE):
-        if child.isalive():
-            child.terminate(force=True)
+        kill_group(child.pid)
 
 
 def qemu_binary(request: BootRequest) -> str:
@@ -156,11 +169,23 @@ class Guest:
         import pexpect
 
         child = self._child
+        request = self.request
+        deadline = self._started + request.deadline if request.deadline is not None else None
         seen_output = False
         while True:
-            timeout = self.request.silence_timeout
+            timeout = request.silence_timeout
             if not seen_output and first_output_timeout is not None:
                 timeout = first_output_timeout
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.record.timed_out = True
+                    self.record.killed_for = (
+                        f"the boot was still running at its deadline of {request.deadline:g} s "
+                        f"({request.deadline_source}) and was killed"
+                    )
+                    return
+                timeout = min(timeout, left)
             try:
                 child.expect("\n", timeout=timeout)
             except pexpect.EOF:
@@ -169,7 +194,10 @@ class Guest:
                     yield self._keep(tail)
                 return
             except pexpect.TIMEOUT:
+                if deadline is not None and time.monotonic() >= deadline:
+                    continue  # the deadline, not silence: said at the top
                 self.record.timed_out = True
+                self.record.killed_for = f"the guest printed nothing for {timeout:g} s and was killed"
                 return
             seen_output = True
             yield self._keep(child.before or "")
@@ -186,8 +214,8 @@ class Guest:
         child = self._child
         # After EOF isalive() waits for QEMU to exit, so a QEMU still alive here is one we end ourselves.
         ours = child.isalive()
-        if ours:
-            child.terminate(force=True)
+        # QEMU leads a session of its own (pexpect's pty): its group holds whatever a wrapper script started too.
+        kill_group(child.pid)
         child.close(force=True)
         self.record.exit_status = child.exitstatus if child.exitstatus is not None else child.signalstatus
         if not ours:

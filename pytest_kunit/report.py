@@ -108,7 +108,7 @@ def boot_failure(record: BootRecord) -> BootError:
     if any(ktap.is_panic(line) for line in record.console):
         what = "The kernel panicked before KUnit started."
     elif record.timed_out:
-        what = "The guest printed nothing for too long before KUnit started and was killed."
+        what = f"Before KUnit started, {record.killed_for or 'the guest printed nothing for too long and was killed'}."
     elif record.outside_signal is not None:
         what = f"{killed_by(record.outside_signal)} before KUnit started."
     elif not record.console:

@@ -17,10 +17,12 @@ from .errors import KunitError
 from .options import Accel, Settings
 from .planning import Attributes, BootFilter, CaseId, PlannedCase, executed_cases, list_filter, single_glob_filters
 from .qemu import (
+    BOOT_ALLOWANCE,
     KVM_FIRST_OUTPUT,
     BootRecord,
     BootRequest,
     Guest,
+    boot_deadline,
     kernel_command_line,
     kvm_usable,
     watchdog_seconds,
@@ -180,10 +182,22 @@ class Runner:
         return tuple(args)
 
     def guest(
-        self, kernel: Kernel, kernel_args: tuple[str, ...], stop_after_crash: bool = False
+        self,
+        kernel: Kernel,
+        kernel_args: tuple[str, ...],
+        cases: int = 0,
+        stop_after_crash: bool = False,
     ) -> tuple[BootRecord, list[ktap.Event]]:
-        """Boot once to the end (or, with `stop_after_crash`, to the result line of the first case after a crash);
-        under KVM, a guest that hangs or aborts before KUnit starts is rerun under TCG."""
+        """Boot once to the end (or, with `stop_after_crash`, to the result line of the first case after a crash; or
+        to the deadline of a boot running `cases` cases); under KVM, a guest that hangs or aborts before KUnit starts
+        is rerun under TCG."""
+        deadline, source = self.settings.boot_timeout, "--kunit-boot-timeout"
+        if deadline is None:
+            deadline = boot_deadline(self.settings.timeout, cases)
+            source = (
+                f"{BOOT_ALLOWANCE:g} s and {self.settings.timeout} s for each of its {cases} cases; "
+                "--kunit-boot-timeout sets it"
+            )
         args = kernel_command_line(kernel.arch, kernel_args)
         self.edits.kernel_args(kernel, args)
         while True:
@@ -194,6 +208,8 @@ class Runner:
                 accel=self.accel,
                 silence_timeout=watchdog_seconds(self.settings.timeout),
                 qemu=self.settings.qemu,
+                deadline=deadline,
+                deadline_source=source,
                 edit_command=functools.partial(self.edits.qemu_command, kernel),
             )
             kvm = self.accel == "kvm"
@@ -216,13 +232,16 @@ class Runner:
     ) -> bool:
         """Boot once; record outcomes for `wanted`; return whether the guest stopped part-way."""
         self.stats.filters.append(boot_filter.describe())
+        executed = executed_cases(kernel.cases, boot_filter, kernel.attributes)
         record, events = self.guest(
-            kernel, self._kernel_args(kernel, boot_filter), stop_after_crash=self.settings.reboot_after_crash
+            kernel,
+            self._kernel_args(kernel, boot_filter),
+            len(executed),
+            stop_after_crash=self.settings.reboot_after_crash,
         )
         self.suite_seconds.setdefault(kernel.key, {}).update(record.suite_seconds)
         console = self._save_console(kernel, record)
         known = self.outcomes.setdefault(kernel.key, {})
-        executed = executed_cases(kernel.cases, boot_filter, kernel.attributes)
         unrun = [case for case in executed if case in wanted and case not in known]
         layout = record.console_map
 
@@ -289,7 +308,9 @@ class Runner:
             result = ktap.CaseResult(in_flight[0], in_flight[1], decision.status, "", diagnostics)
             crash_report = self._crash_report(kernel, list(stop.evidence))
             earlier = _described(stops.get(in_flight, []))
-            known[in_flight] = Outcome(result, console, crash_report, earlier=earlier, lines=lines(in_flight))
+            known[in_flight] = Outcome(
+                result, console, crash_report, error=record.killed_for, earlier=earlier, lines=lines(in_flight)
+            )
         return True
 
     def _stopped(

@@ -124,7 +124,8 @@ class SessionState:
         """The prepared tree, once per session; `writable` when out-of-tree suites must be placed into it."""
         key = (choice.source, choice.patch_dirs, writable)
         if key not in self._trees:
-            self._trees[key] = prepare(choice.source, choice.patch_dirs, self.settings.cache_dir, writable)
+            cache_dir = self.settings.cache_dir
+            self._trees[key] = prepare(choice.source, choice.patch_dirs, cache_dir, writable, Progress(self.config))
             Progress(self.config).done(self.describe(choice))
         return self._trees[key]
 
@@ -135,7 +136,7 @@ class SessionState:
         suite = suite_dir_for(path)
         tree = self.tree(self.tree_choice(path), writable=suite is not None)
         if suite is not None:
-            with cache_lock(self.settings.cache_dir, f"src-{tree.key}"):
+            with cache_lock(self.settings.cache_dir, f"src-{tree.key}", f"placing {suite} into {tree.path}"):
                 install(tree.path, suite)
         progress = Progress(self.config)
         request = BuildRequest(
@@ -160,7 +161,8 @@ class SessionState:
     def _listing(self, kernel: Kernel) -> CaseList:
         """The image's cases (from a kunit.action=list boot) and their C locations, cached by image hash."""
         cache_dir, digest = self.settings.cache_dir, kernel.build.image_digest
-        with cache_lock(cache_dir, f"list-{digest}"):
+        what = f"listing the cases of {kernel.build.image}"
+        with cache_lock(cache_dir, f"list-{digest}", what, Progress(self.config)):
             listing = load_case_list(cache_dir, digest)
             if listing is None:
                 cases, attributes = list_cases(self.runner, kernel, kernel.features.attributes)

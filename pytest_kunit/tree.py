@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -172,11 +173,17 @@ def _missing_source(path: Path) -> TreeError:
     )
 
 
-def prepare(source: Path, patch_dirs: tuple[Path, ...], cache_dir: Path, writable: bool = False) -> PreparedTree:
+def prepare(
+    source: Path,
+    patch_dirs: tuple[Path, ...],
+    cache_dir: Path,
+    writable: bool = False,
+    note: Callable[[str], None] | None = None,
+) -> PreparedTree:
     """Make the tree to build exist: extracted and patched once per (source, series); never touch `source`.
 
     A directory source is built in place unless it needs patches or `writable` (out-of-tree suites are placed
-    into it): then it is copied into the cache first.
+    into it): then it is copied into the cache first. `note` hears of a long wait for another process doing so.
     """
     if not source.exists():
         raise _missing_source(source)
@@ -193,7 +200,7 @@ def prepare(source: Path, patch_dirs: tuple[Path, ...], cache_dir: Path, writabl
             return PreparedTree(source, _digest("dir", str(source)), False, detect_features(source))
         key = _digest("dir-copy", str(source), *series)
         destination = cache_dir / "src" / key
-        with cache_lock(cache_dir, f"src-{key}"):
+        with cache_lock(cache_dir, f"src-{key}", f"copying {source} and applying its patches", note):
             mirror(source, destination, "/.git")
             apply_patches(destination, patches)
         return PreparedTree(destination, key, False, detect_features(destination))
@@ -201,7 +208,7 @@ def prepare(source: Path, patch_dirs: tuple[Path, ...], cache_dir: Path, writabl
     stat = source.stat()
     key = _digest("tarball", str(source.resolve()), str(stat.st_size), str(stat.st_mtime_ns), *series)
     destination = cache_dir / "src" / key
-    with cache_lock(cache_dir, f"src-{key}"):
+    with cache_lock(cache_dir, f"src-{key}", f"extracting {source} and applying its patches", note):
         if not (destination / READY_MARK).exists():
             shutil.rmtree(destination, ignore_errors=True)
             destination.parent.mkdir(parents=True, exist_ok=True)

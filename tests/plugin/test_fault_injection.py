@@ -4,7 +4,12 @@ value, a flooding guest, a hung accelerator): each ends in one clear paragraph, 
 from __future__ import annotations
 
 import difflib
+import signal
+import subprocess
+import sys
 import tarfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -259,3 +264,104 @@ def test_qemu_error_is_shown_in_qemus_words_first(
     )
     assert "KUnit did not run" not in result.stdout.str()
     no_traceback(result)
+
+
+def processes_with(*words: str) -> list[int]:
+    """The processes whose command line holds every word."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if all(word in command for word in words):
+                found.append(int(entry.name))
+    return found
+
+
+def wait_for(check: Callable[[], bool], seconds: float = 30) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return check()
+
+
+def test_interrupted_build_leaves_no_make_job_behind(pytester: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    pytester.makefile(".kunitconfig", hang="CONFIG_KUNIT=y\nCONFIG_FAKE_BUILD_HANG=y\n")
+    job = ("fake_make.py", "vmlinux", str(fake_kernel.cache))
+    command = [sys.executable, "-m", "pytest", *fake_kernel.options()]
+    process = subprocess.Popen(command, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        assert wait_for(lambda: bool(processes_with(*job))), "the build never started"
+        process.send_signal(signal.SIGINT)  # pytest alone, as a signal from outside the terminal
+        output, _ = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert b"KeyboardInterrupt" in output, output.decode()
+    assert wait_for(lambda: not processes_with(*job), 5), "make's job outlived the interrupted build"
+
+
+def test_killed_guest_takes_what_its_wrapper_started_with_it(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A wrapper that shrugs off SIGHUP and SIGINT, and a guest behind it that goes silent in the first case.
+    qemu = qemu_script(tmp_path, f"trap '' HUP INT\n{FAKE / 'qemu'} \"$@\"")
+    monkeypatch.setenv("FAKE_QEMU_FAULT", '{"do": "hang", "after": 6, "boots": "tests", "times": 1}')
+    result = project.runpytest(*fake_kernel.options(f"--kunit-qemu={qemu}", "--kunit-timeout=1", "-k", "other"))
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*other.first TIMED OUT*"])
+    assert wait_for(lambda: not processes_with("fake/qemu", str(fake_kernel.cache)), 5), "the guest outlived its kill"
+
+
+def test_flooding_guest_is_stopped_at_the_boot_deadline(
+    project: pytest.Pytester, fake_kernel: FakeKernel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Seven lines in (the header of suite "other"), the guest prints without end: never silent, so only a deadline
+    # for the whole boot stops it.
+    monkeypatch.setenv("FAKE_QEMU_FAULT", '{"do": "flood", "after": 7, "boots": "tests", "times": 1}')
+    started = time.monotonic()
+    result = project.runpytest(*fake_kernel.options("-k", "other", "--kunit-boot-timeout=3"))
+    assert time.monotonic() - started < 25
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*other.first TIMED OUT*",
+            "the boot was still running at its deadline of 3 s (--kunit-boot-timeout) and was killed",
+        ]
+    )
+    assert fake_kernel.filters() == ["other", "other.second"]  # the rest booted again
+
+
+def test_silent_guest_says_how_long_it_was_silent(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    fake_kernel.set_case("other", "first", outcome="hang")
+    result = project.runpytest(*fake_kernel.options("-k", "other", "--kunit-timeout=2"))
+    result.stdout.fnmatch_lines(["*other.first TIMED OUT*", "the guest printed nothing for 2.5 s and was killed"])
+
+
+def test_a_wait_on_a_cache_lock_says_who_holds_it(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    project.runpytest(*fake_kernel.options()).assert_outcomes(passed=3, failed=2, skipped=1)
+    (lock,) = fake_kernel.cache.glob("locks/build-*.lock")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from pytest_kunit.locking import cache_lock\n"
+            f"with cache_lock(Path({str(fake_kernel.cache)!r}), {lock.stem!r}, 'building a kernel elsewhere'):\n"
+            "    print('held', flush=True); time.sleep(5)",
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        result = project.runpytest(*fake_kernel.options())
+    finally:
+        holder.wait(timeout=30)
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"kunit: waiting for the cache lock {lock.stem}: held by pid {holder.pid} (building a kernel elsewhere) "
+            "for * s so far"
+        ]
+    )
+    assert result.stdout.str().count("waiting for the cache lock") == 1

@@ -47,6 +47,8 @@ def resolved(pytester: pytest.Pytester, *args: str) -> options.Settings:
         (["--kunit-timeout", "1.9"], f"--kunit-timeout: '1.9' is not {WHOLE_SECONDS}"),
         (["--kunit-timeout", "1e9"], f"--kunit-timeout: '1e9' is not {WHOLE_SECONDS}"),
         (["--kunit-timeout", "86401"], f"--kunit-timeout: '86401' is not {WHOLE_SECONDS}"),
+        (["--kunit-boot-timeout", "0"], "--kunit-boot-timeout: '0' is not a positive number of seconds"),
+        (["--kunit-boot-timeout", "inf"], "--kunit-boot-timeout: 'inf' is not a positive number of seconds"),
         (["--kunit-accel", "foo"], "--kunit-accel: 'foo' is not one of auto, tcg, kvm"),
         (["--kunit-accel", "KVM"], "--kunit-accel: 'KVM' is not one of auto, tcg, kvm"),
         (["--kunit-isolate", "x"], "--kunit-isolate: 'x' is not one of none, suite, case"),
@@ -176,6 +178,7 @@ def test_defaults(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
         cache_dir=pytester.path / "xdg" / "pytest-kunit",
         jobs=os.cpu_count() or 1,
         timeout=120,
+        boot_timeout=None,
         accel=Accel.TCG,
         raw=False,
         isolate=Isolate.NONE,
@@ -222,8 +225,8 @@ def test_good_ini_values_are_used(pytester: pytest.Pytester) -> None:
     series(pytester.path / "series-b")
     pytester.makeini(
         "[pytest]\nkunit = true\nkunit_raw = yes\nkunit_jobs = 5\nkunit_timeout = 30\nkunit_accel = auto\n"
-        "kunit_isolate = case\nkunit_qemu = /opt/qemu/bin/qemu-system-x86_64\nkunit_cache_dir = cache-here\n"
-        "kunit_reboot_after_crash = true\n"
+        "kunit_boot_timeout = 900\nkunit_isolate = case\nkunit_qemu = /opt/qemu/bin/qemu-system-x86_64\n"
+        "kunit_cache_dir = cache-here\nkunit_reboot_after_crash = true\n"
         "kunit_patches =\n    series-b\n    series-a\n"
     )
     settings = options.resolve(pytester.parseconfig("-p", "no:cacheprovider"))
@@ -232,6 +235,7 @@ def test_good_ini_values_are_used(pytester: pytest.Pytester) -> None:
     assert settings.reboot_after_crash is True
     assert (settings.jobs, settings.timeout, settings.accel, settings.isolate) == (5, 30, Accel.AUTO, Isolate.CASE)
     assert settings.qemu == "/opt/qemu/bin/qemu-system-x86_64"
+    assert settings.boot_timeout == 900.0
     assert settings.cache_dir.name == "cache-here"
     # Ini patch directories are relative to the rootdir, in the order written.
     assert settings.patch_dirs == ((pytester.path / "series-b").resolve(), (pytester.path / "series-a").resolve())

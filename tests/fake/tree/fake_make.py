@@ -7,6 +7,7 @@ import json
 import re
 import struct
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -86,6 +87,9 @@ def main(target: str, build_dir: str) -> int:
         if "CONFIG_FAKE_BUILD_ERROR=y" in dotconfig.read_text():
             print("lib/kunit/test.c:42:7: error: 'boom' undeclared (first use in this function)")
             return 2
+        if "CONFIG_FAKE_BUILD_HANG=y" in dotconfig.read_text():
+            print("  CC      lib/kunit/hang.o", flush=True)
+            time.sleep(3600)
         print("  LD      vmlinux", flush=True)
         image = out / "vmlinux"
         spec = json.loads((TREE / "guest.json").read_text())

@@ -1,0 +1,54 @@
+"""Child processes in process groups of their own, stopped together with everything they started (make's -j jobs,
+the QEMU behind a wrapper script): nothing outlives an error or an interrupt."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+
+# How long make has, after SIGTERM, to delete the half-written files of the jobs it was running.
+STOP_GRACE = 5.0
+
+
+def kill_group(leader: int | None) -> None:
+    """SIGKILL the process group `leader` leads (it may be gone already, or never have started)."""
+    if leader is None:
+        return
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(leader, signal.SIGKILL)
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    """Stop `process` and its group: SIGTERM, then SIGKILL for whatever is left after STOP_GRACE seconds."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        process.wait()
+        return
+    deadline = time.monotonic() + STOP_GRACE
+    while time.monotonic() < deadline:
+        process.poll()  # reap the leader, or the group would never look empty
+        try:
+            os.killpg(process.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            break
+        time.sleep(0.05)
+    else:
+        kill_group(process.pid)
+    process.wait()
+
+
+@contextmanager
+def group(command: list[str], **popen: Any) -> Iterator[subprocess.Popen[str]]:
+    """Run `command` as the leader of a new process group (so a terminal's Ctrl-C reaches only pytest, which then
+    stops the whole group here), however the block ends."""
+    process: subprocess.Popen[str] = subprocess.Popen(command, start_new_session=True, **popen)
+    try:
+        yield process
+    finally:
+        stop(process)
