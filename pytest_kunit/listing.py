@@ -29,7 +29,7 @@ def reached_end(record: BootRecord) -> bool:
 
 def _how_it_ended(record: BootRecord) -> str:
     if record.timed_out:
-        return "the guest went silent and was killed"
+        return record.killed_for or "the guest went silent and was killed"
     if record.outside_signal is not None:
         return killed_by(record.outside_signal)
     if record.exit_status != 0:
