@@ -20,9 +20,10 @@ from .image import ImageCheck, ImageRecord, check_image
 from .kconfig import Fragment, check_fragment, parse_fragment
 from .locking import cache_lock
 from .processes import group
-from .tree import PreparedTree
+from .tree import PreparedTree, unchanged_since
 
 STAMP = ".pytest-kunit-stamp"
+SOURCES = ".pytest-kunit-sources"  # when the last build of a directory tree started (ns): newer files mean make
 STEPS = ".pytest-kunit-steps"
 BUILD_TOOLS = ("make", "gcc", "flex", "bison", "bc")
 _STEP = re.compile(r"^\s+([A-Z][A-Z0-9_]*)\s+(\S+)")
@@ -151,9 +152,15 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
         record = ImageRecord.parse(recorded[2:])
         checked = _whole_image(image, request.arch.make.elf, record)
         same_inputs = checked is not None and recorded[:1] == [stamp]
-        # A fixed tree cannot have changed; any other tree may have, unless this very run already built it.
-        up_to_date = same_inputs and (request.tree.fixed or recorded[1:2] == [request.session])
+        # A fixed tree cannot have changed; any other tree may have, unless this very run already built it or none of
+        # its files has changed since the last build started.
+        sources = build_dir / SOURCES
+        up_to_date = same_inputs and (
+            request.tree.fixed or recorded[1:2] == [request.session] or _unchanged(request.tree.path, sources)
+        )
         if not up_to_date:
+            # File times come from a coarse clock that may lag this one: take a second's margin.
+            build_started_ns = time.time_ns() - 1_000_000_000
             _check_tools()
             stamp_file.unlink(missing_ok=True)
             log.write_text(f"# pytest-kunit build of {request.tree.path} into {build_dir}\n")
@@ -171,8 +178,19 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
         assert checked is not None
         if not up_to_date or record is None:  # a new image, or a stamp from before images were recorded
             write_atomically(stamp_file, f"{stamp}\n{request.session}\n{checked.record.lines()}")
+        if not up_to_date and not request.tree.fixed:
+            write_atomically(sources, str(build_started_ns))
         seconds = time.monotonic() - started
         return BuildResult(image, checked.record.digest, build_dir, not up_to_date, seconds, log)
+
+
+def _unchanged(tree: Path, sources: Path) -> bool:
+    """Whether the tree is as it was when the recorded build started."""
+    try:
+        since = int(sources.read_text())
+    except (OSError, ValueError):
+        return False
+    return unchanged_since(tree, since)
 
 
 def _whole_image(image: Path, elf: bool, recorded: ImageRecord | None) -> ImageCheck | None:

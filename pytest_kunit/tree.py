@@ -149,6 +149,32 @@ def mirror(source: Path, destination: Path, *excludes: str) -> None:
         )
 
 
+def unchanged_since(tree: Path, since_ns: int) -> bool:
+    """Whether no file or directory of the tree (outside .git) has changed since `since_ns`: Kbuild judges by the
+    same mtimes, so a tree that passes needs no `make`. A directory's mtime moves when an entry is added, removed or
+    renamed. Stops at the first newer entry."""
+    stack = [tree]
+    while stack:
+        directory = stack.pop()
+        try:
+            if directory.stat().st_mtime_ns > since_ns:
+                return False
+            entries = list(os.scandir(directory))
+        except OSError:
+            return False
+        for entry in entries:
+            if entry.name == ".git":
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                elif entry.stat(follow_symlinks=False).st_mtime_ns > since_ns:
+                    return False
+            except OSError:
+                return False
+    return True
+
+
 def is_kernel_tree(directory: Path) -> bool:
     return (
         (directory / "Makefile").is_file()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -116,3 +118,23 @@ def test_default_series_is_never_looked_up_beside_the_rootdir(
     result = pytester.runpytest(*without_source(fake_kernel.options(str(in_tree))))
     result.assert_outcomes(passed=3, failed=2, skipped=1)
     result.stdout.fnmatch_lines(["*no patches*"])
+
+
+def age(tree: Path, seconds: float = 60) -> None:
+    """Date every file of the tree a minute back, as a checkout that has not been touched since."""
+    past = time.time() - seconds
+    for path in [tree, *tree.rglob("*")]:
+        os.utime(path, (past, past))
+
+
+def test_unchanged_directory_tree_needs_no_make(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    """A user's tree is rebuilt only when a file in it changed since the last build started, as Kbuild would."""
+    age(fake_kernel.tree)
+    project.runpytest(*fake_kernel.options()).stdout.fnmatch_lines(["*kernel builds: 1 *"])
+    project.runpytest(*fake_kernel.options()).stdout.fnmatch_lines(["*kernel builds: 0 *"])
+    (fake_kernel.tree / "lib/kunit/kunit-example-test.c").write_text("/* edited */\n")
+    time.sleep(1.1)  # the runner allows file times a second's lag behind the build's start
+    project.runpytest(*fake_kernel.options()).stdout.fnmatch_lines(["*kernel builds: 1 *"])
+    project.runpytest(*fake_kernel.options()).stdout.fnmatch_lines(["*kernel builds: 0 *"])
+    (fake_kernel.tree / "lib/kunit/executor.c").unlink()  # a removed file shows in its directory's time
+    project.runpytest(*fake_kernel.options()).stdout.fnmatch_lines(["*kernel builds: 1 *"])
