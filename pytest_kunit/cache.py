@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import KunitWarning
 from .locking import cache_lock
 from .planning import Attributes, CaseId, Durations
 
 LIST_FORMAT = 4
 
 
-class CacheWarning(UserWarning):
+class CacheWarning(KunitWarning):
     """A cache file was damaged and has been discarded: it will be rebuilt."""
 
 
@@ -146,3 +147,19 @@ def save_durations(cache_dir: Path, rootpath: Path, measured: Durations) -> None
         for kernel, suites in measured.items():
             merged.setdefault(kernel, {}).update(suites)
         write_atomically(path, json.dumps(merged, indent=1, sort_keys=True))
+
+
+def _kvm_file(cache_dir: Path, key: str) -> Path:
+    return cache_dir / "kvm" / f"{key}.json"
+
+
+def load_kvm_verdict(cache_dir: Path, key: str) -> str | None:
+    """Why KVM failed on the machine `key` names (a QEMU binary on a host kernel), if it ever did."""
+    data = _read_json(
+        _kvm_file(cache_dir, key), lambda data: isinstance(data, dict) and isinstance(data.get("why"), str)
+    )
+    return None if data is None else str(data["why"])
+
+
+def save_kvm_verdict(cache_dir: Path, key: str, why: str) -> None:
+    write_atomically(_kvm_file(cache_dir, key), json.dumps({"why": why}))

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 
+class KunitWarning(UserWarning):
+    """Something a user should know that did not stop the run: a fallback taken, a damaged cache file replaced."""
+
+
 class KunitError(Exception):
     """A problem the user can act on: rendered as one paragraph, never a traceback."""
 

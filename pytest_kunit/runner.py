@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ktap, recovery
+from .accel import Accelerator, kvm_failure
 from .arch import Arch
 from .build import BuildResult
 from .decode import decode_stacktrace
 from .errors import KunitError
-from .options import Accel, Settings
+from .options import Settings
 from .planning import Attributes, BootFilter, CaseId, PlannedCase, executed_cases, list_filter, single_glob_filters
 from .qemu import (
     BOOT_ALLOWANCE,
@@ -24,7 +25,6 @@ from .qemu import (
     Guest,
     boot_deadline,
     kernel_command_line,
-    kvm_usable,
     watchdog_seconds,
 )
 from .recovery import Action, Cause, Decision, Stop, outside_kill_error
@@ -108,14 +108,8 @@ class Runner:
         # Per kernel, why it could not be booted at all: its other cases get the same word, not another try.
         self.failed: dict[str, tuple[KunitError, str]] = {}  # the error raised, and the node id it was reported on
         self.unbootable: dict[str, tuple[Path, str]] = {}  # a boot that never reached KUnit: its console and why
-        self.accel = self._initial_accel()
+        self.accel = Accelerator(settings)
         self._boot_number = 0
-
-    def _initial_accel(self) -> str:
-        accel = self.settings.accel
-        if accel is Accel.AUTO:
-            return "kvm" if kvm_usable() else "tcg"
-        return str(accel.value)
 
     def set_plan(self, cases: Sequence[PlannedCase], plan: Mapping[str, str]) -> None:
         """Group the selected cases by the batch `plan` (node id -> batch) puts them in."""
@@ -205,27 +199,26 @@ class Runner:
                 image=kernel.build.image,
                 arch=kernel.arch,
                 kernel_args=tuple(args),
-                accel=self.accel,
+                accel=self.accel.current(kernel.arch),
                 silence_timeout=watchdog_seconds(self.settings.timeout),
                 qemu=self.settings.qemu,
                 deadline=deadline,
                 deadline_source=source,
                 edit_command=functools.partial(self.edits.qemu_command, kernel),
             )
-            kvm = self.accel == "kvm"
+            kvm = request.accel == "kvm"
             record, events = boot(
                 request,
                 self.sink,
                 first_output_timeout=KVM_FIRST_OUTPUT if kvm else None,
                 stop_after_crash=stop_after_crash,
             )
-            if kvm and not record.ktap_started and (record.timed_out or record.exit_status not in (0, None)):
-                # KVM is unusable here: everything from now on runs under TCG.
-                self.accel = "tcg"
-                continue
             self.stats.boots += 1
             self.stats.boot_seconds += record.seconds
-            return record, events
+            why = kvm_failure(record) if kvm else ""
+            if not why:
+                return record, events
+            self.accel.failed(kernel.arch, why)  # and boot again, under TCG
 
     def _boot(
         self, kernel: Kernel, boot_filter: BootFilter, wanted: set[CaseId], stops: dict[CaseId | None, list[Stop]]

@@ -365,3 +365,30 @@ def test_a_wait_on_a_cache_lock_says_who_holds_it(project: pytest.Pytester, fake
         ]
     )
     assert result.stdout.str().count("waiting for the cache lock") == 1
+
+
+def test_kvm_hang_is_found_in_seconds_said_once_and_remembered(
+    project: pytest.Pytester, fake_kernel: FakeKernel
+) -> None:
+    spec = fake_kernel.spec()
+    spec["kvm"] = "hang"
+    fake_kernel.write_spec(spec)
+    started = time.monotonic()
+    result = project.runpytest(*fake_kernel.options("--kunit-accel=kvm", "-k", "other"))
+    assert time.monotonic() - started < 15
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*KunitWarning: pytest-kunit: KVM failed: the guest printed nothing within 5 s (a KVM guest speaks within "
+            "a second); QEMU */fake/qemu on host kernel *; falling back to TCG for this session and later ones on "
+            "this machine",
+            "*guest boots: 3 *",  # the hung one counts
+        ]
+    )
+    assert result.stdout.str().count("KVM failed") == 1
+    assert [boot["accel"] for boot in fake_kernel.boots()] == ["kvm", "tcg", "tcg"]
+    # The next session goes straight to TCG, and says why.
+    again = project.runpytest(*fake_kernel.options("--kunit-accel=kvm", "-k", "other"))
+    again.assert_outcomes(passed=2)
+    again.stdout.fnmatch_lines(["*KVM is known not to work here (the guest printed nothing within 5 s*"])
+    assert [boot["accel"] for boot in fake_kernel.boots()][3:] == ["tcg"]

@@ -15,8 +15,10 @@ from pytest_kunit.cache import (
     case_list_path,
     load_case_list,
     load_durations,
+    load_kvm_verdict,
     save_case_list,
     save_durations,
+    save_kvm_verdict,
     write_atomically,
 )
 
@@ -101,3 +103,12 @@ def test_an_atomic_write_leaves_no_part_behind(tmp_path: Path, monkeypatch: pyte
         write_atomically(target, json.dumps({"new": True}))
     assert json.loads(target.read_text()) == {"old": True}
     assert [path.name for path in target.parent.iterdir()] == ["x.json"]
+
+
+def test_a_kvm_verdict_round_trips_and_a_damaged_one_is_discarded(tmp_path: Path) -> None:
+    assert load_kvm_verdict(tmp_path, "machine") is None
+    save_kvm_verdict(tmp_path, "machine", "the guest hung")
+    assert load_kvm_verdict(tmp_path, "machine") == "the guest hung"
+    (tmp_path / "kvm" / "machine.json").write_text('{"why": 5}')
+    with pytest.warns(CacheWarning):
+        assert load_kvm_verdict(tmp_path, "machine") is None
