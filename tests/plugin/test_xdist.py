@@ -245,12 +245,13 @@ def test_an_outer_runs_identity_does_not_leak_into_the_build_stamp(
     sessions = []
     for run_pytest in (project.runpytest_inprocess, project.runpytest_inprocess, project.runpytest_subprocess):
         extra = ("-n", "2") if run_pytest == project.runpytest_subprocess else ()
+        # An edit since the last build: the directory tree is built again, and the stamp records this run's id.
+        (fake_kernel.tree / "lib/kunit/kunit-example-test.c").write_text(f"/* run {len(sessions)} */\n")
         run_pytest(*fake_kernel.options(*extra)).assert_outcomes(passed=3, failed=2, skipped=1)
         (stamp,) = fake_kernel.cache.glob("build/*/.pytest-kunit-stamp")
         sessions.append(stamp.read_text().split()[1])
     assert "outer-run" not in sessions
-    # Each run its own id: a directory tree may have changed between runs, so each run checks it with make once
-    # (the inner -n 2 run too: its two workers share their own run's id).
+    # Each run its own id (the inner -n 2 run too: its two workers share their own run's id, and build once).
     assert len(set(sessions)) == 3
     (make_runs,) = fake_kernel.cache.glob("build/*/make-runs")
     assert make_runs.read_text().split().count("vmlinux") == 3
