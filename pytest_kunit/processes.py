@@ -3,14 +3,17 @@ the QEMU behind a wrapper script): nothing outlives an error or an interrupt."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 # How long make has, after SIGTERM, to delete the half-written files of the jobs it was running.
 STOP_GRACE = 5.0
 
@@ -43,11 +46,25 @@ def stop(process: subprocess.Popen[str]) -> None:
     process.wait()
 
 
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    """For the child, before exec: SIGTERM when pytest dies, however it dies (SIGKILL, `timeout`): in a session of
+    its own, no terminal's or process group's signal reaches it, and no cleanup of a killed pytest runs."""
+
+    def arrange() -> None:
+        with suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # pytest died before that took hold
+            os._exit(1)
+
+    return arrange
+
+
 @contextmanager
 def group(command: list[str], **popen: Any) -> Iterator[subprocess.Popen[str]]:
     """Run `command` as the leader of a new process group (so a terminal's Ctrl-C reaches only pytest, which then
-    stops the whole group here), however the block ends."""
-    process: subprocess.Popen[str] = subprocess.Popen(command, start_new_session=True, **popen)
+    stops the whole group here), however the block ends; it gets SIGTERM should pytest die without stopping it."""
+    arrange = _die_with_parent(os.getpid()) if sys.platform == "linux" else None
+    process: subprocess.Popen[str] = subprocess.Popen(command, start_new_session=True, preexec_fn=arrange, **popen)
     try:
         yield process
     finally:

@@ -287,19 +287,25 @@ def wait_for(check: Callable[[], bool], seconds: float = 30) -> bool:
     return check()
 
 
-def test_interrupted_build_leaves_no_make_job_behind(pytester: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["interrupted", "killed"])
+def test_stopped_build_leaves_no_make_job_behind(
+    pytester: pytest.Pytester, fake_kernel: FakeKernel, how: signal.Signals
+) -> None:
     pytester.makefile(".kunitconfig", hang="CONFIG_KUNIT=y\nCONFIG_FAKE_BUILD_HANG=y\n")
     job = ("fake_make.py", "vmlinux", str(fake_kernel.cache))
     command = [sys.executable, "-m", "pytest", *fake_kernel.options()]
     process = subprocess.Popen(command, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        assert wait_for(lambda: bool(processes_with(*job))), "the build never started"
-        process.send_signal(signal.SIGINT)  # pytest alone, as a signal from outside the terminal
+        assert wait_for(lambda: any(fake_kernel.cache.glob("build/*/hanging"))), "the build never started"
+        assert processes_with(*job)
+        # To pytest alone: a signal from outside the terminal; SIGKILL runs no cleanup at all.
+        process.send_signal(how)
         output, _ = process.communicate(timeout=30)
     finally:
         process.kill()
-    assert b"KeyboardInterrupt" in output, output.decode()
-    assert wait_for(lambda: not processes_with(*job), 5), "make's job outlived the interrupted build"
+    if how == signal.SIGINT:
+        assert b"KeyboardInterrupt" in output, output.decode()
+    assert wait_for(lambda: not processes_with(*job), 10), "make's job outlived the build"
 
 
 def test_killed_guest_takes_what_its_wrapper_started_with_it(

@@ -89,6 +89,7 @@ def main(target: str, build_dir: str) -> int:
             return 2
         if "CONFIG_FAKE_BUILD_HANG=y" in dotconfig.read_text():
             print("  CC      lib/kunit/hang.o", flush=True)
+            (out / "hanging").touch()  # said all it will say: from here on only a signal ends it
             time.sleep(3600)
         print("  LD      vmlinux", flush=True)
         image = out / "vmlinux"
