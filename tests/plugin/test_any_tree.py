@@ -138,3 +138,12 @@ def test_unchanged_directory_tree_needs_no_make(project: pytest.Pytester, fake_k
     project.runpytest(*fake_kernel.options()).stdout.fnmatch_lines(["*kernel builds: 0 *"])
     (fake_kernel.tree / "lib/kunit/executor.c").unlink()  # a removed file shows in its directory's time
     project.runpytest(*fake_kernel.options()).stdout.fnmatch_lines(["*kernel builds: 1 *"])
+
+
+def test_build_progress_reaches_a_non_terminal_log(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    """CI reads a log, not a terminal: the build's lines are there as it happens, not only inside a failure."""
+    result = project.runpytest_subprocess(*fake_kernel.options("-p", "no:randomly"))
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    text = result.stdout.str()
+    assert text.index("kunit: built kunit.kunitconfig") < text.index("collected 6 items")
+    assert "Captured stdout" not in text
