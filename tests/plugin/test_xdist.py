@@ -242,7 +242,7 @@ def test_an_outer_runs_identity_does_not_leak_into_the_build_stamp(
     monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", "outer-run")
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
-    sessions = []
+    sessions: list[str] = []
     for run_pytest in (project.runpytest_inprocess, project.runpytest_inprocess, project.runpytest_subprocess):
         extra = ("-n", "2") if run_pytest == project.runpytest_subprocess else ()
         # An edit since the last build: the directory tree is built again, and the stamp records this run's id.
