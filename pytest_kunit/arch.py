@@ -25,6 +25,7 @@ class QemuSettings:
     package: str  # the Debian package that provides `binary`
     args: tuple[str, ...]
     kernel_args: tuple[str, ...]
+    tcg_args: tuple[str, ...] = ()  # only under TCG (KVM refuses them)
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,14 @@ ARCHES: dict[str, Arch] = {
             package="qemu-system-x86",
             args=("-m", "512", "-serial", "stdio"),
             # Should a fragment enable the input layer: probing the PS/2 controller's mouse port costs ~0.8 s of a
-            # ~1.4 s boot under TCG, and no test needs it.
-            kernel_args=("console=ttyS0", "i8042.noaux", "i8042.nokbd"),
+            # ~1.4 s boot under TCG, and no test needs it. The TSC is never marked unstable: under TCG it follows
+            # the host's TSC, or with -icount the guest's one clock, so the clocksource watchdog's verdict could
+            # only reflect host preemption between its reads (docs/performance.md, "Guest time under host load").
+            kernel_args=("console=ttyS0", "i8042.noaux", "i8042.nokbd", "tsc=reliable"),
+            # Every guest clock (TSC, PIT, HPET, ACPI PM timer, local APIC timer) runs on the instruction count,
+            # kept near real time (shift=auto) and jumping over idle time (sleep=off): no tick is lost when the host
+            # starves QEMU, so calibration and jiffies (which kunit.timeout counts) do not depend on the host's load.
+            tcg_args=("-icount", "shift=auto,sleep=off"),
         ),
     ),
 }

@@ -113,6 +113,7 @@ def command_line(request: BootRequest) -> list[str]:
         *QEMU_ARGS,
         "-accel",
         request.accel,
+        *(request.arch.qemu.tcg_args if request.accel == "tcg" else ()),
         *request.arch.qemu.args,
         "-kernel",
         str(request.image),

@@ -195,6 +195,8 @@ def test_kvm_failure_falls_back_to_tcg(project: pytest.Pytester, fake_kernel: Fa
     result.assert_outcomes(passed=2)
     # The list boot finds KVM broken; every later boot goes straight to TCG.
     assert [boot["accel"] for boot in fake_kernel.boots()] == ["kvm", "tcg", "tcg"]
+    # Only TCG guests run their clocks on the instruction count (KVM refuses -icount).
+    assert ["-icount" in boot["argv"] for boot in fake_kernel.boots()] == [False, True, True]
 
 
 def test_manual_fragments_only_run_when_named(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
