@@ -7,6 +7,11 @@ class KunitWarning(UserWarning):
     """Something a user should know that did not stop the run: a fallback taken, a damaged cache file replaced."""
 
 
+def warning_as_error(warning: KunitWarning) -> str:
+    """A note that -W error (or a filterwarnings entry) turned into an error: its own words, not a traceback."""
+    return f"{warning}\n(a pytest-kunit note, raised as an error by -W or filterwarnings; it has been acted on)"
+
+
 class KunitError(Exception):
     """A problem the user can act on: rendered as one paragraph, never a traceback."""
 

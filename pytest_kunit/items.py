@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .errors import KunitError
+from .errors import KunitError, KunitWarning, warning_as_error
 from .ktap import Status
 from .planning import is_slow
 from .report import earlier_text, params_text, render_failure
@@ -103,6 +103,8 @@ class KunitconfigFile(pytest.File):
     def repr_failure(self, excinfo: ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, KunitError):
             return excinfo.value.render()
+        if isinstance(excinfo.value, KunitWarning):
+            return warning_as_error(excinfo.value)
         return super().repr_failure(excinfo)
 
 
@@ -139,6 +141,8 @@ class KunitCase(pytest.Item):
             self.outcome = _state(self).runner.outcome(self.kernel, self.suite, self.name, self.nodeid)
         except KunitError as error:
             failure = error
+        except KunitWarning as warning:
+            failure = KunitError(warning_as_error(warning))
         if failure is not None:
             # pytest renders set-up errors itself (a traceback), never through repr_failure; outside the `except`,
             # so no "during handling" chain is shown either.

@@ -398,3 +398,19 @@ def test_kvm_hang_is_found_in_seconds_said_once_and_remembered(
     again.assert_outcomes(passed=2)
     again.stdout.fnmatch_lines(["*KVM is known not to work here (the guest printed nothing within 5 s*"])
     assert [boot["accel"] for boot in fake_kernel.boots()][3:] == ["tcg"]
+
+
+def test_a_note_made_an_error_by_w_error_is_one_paragraph(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    project.runpytest(*fake_kernel.options()).assert_outcomes(passed=3, failed=2, skipped=1)
+    (listing,) = fake_kernel.cache.glob("lists/*.json")
+    listing.write_text("{")
+    strict = fake_kernel.options("-W", "error::pytest_kunit.errors.KunitWarning")
+    result = project.runpytest(*strict)
+    result.stdout.fnmatch_lines(
+        [
+            f"pytest-kunit: discarded the damaged cache file {listing}; it will be rebuilt",
+            "(a pytest-kunit note, raised as an error by -W or filterwarnings; it has been acted on)",
+        ]
+    )
+    no_traceback(result)
+    project.runpytest(*strict).assert_outcomes(passed=3, failed=2, skipped=1)
