@@ -3,5 +3,5 @@
 # tier that builds and boots the packaged kernel (-m "not real" leaves that out). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --test
 exec python3 -m pytest tests "$@"
