@@ -4,7 +4,9 @@
 Scenarios (each repeated; medians printed with the ratio pytest-kunit / kunit.py):
   cold      empty build directory (pytest-kunit: empty cache; kunit.py: new --build_dir)
   cold-all  the same with the all-tests fragment (only with --cold-all-tests-runs N)
-  warm      the same command again with nothing changed
+  warm      the same command again with nothing changed (pytest with only pytest-kunit and pytest-xdist loaded)
+  warm-readme  the same, run as the README's command one installs pytest-kunit (`pip install -e .` in a venv of its
+            own, plugins autoloaded): what a user's warm run costs
   one-case  warm, one selected case (pytest -k / kunit.py filter_glob)
   xdist     warm, `-n 2` against `-n 0` on the all-tests fragment (pytest-kunit only; kunit.py has no equivalent)
   xdist-boots  the same, boot-bound: all-tests with --kunit-isolate=suite (one boot per suite)
@@ -12,6 +14,9 @@ Scenarios (each repeated; medians printed with the ratio pytest-kunit / kunit.py
 kunit.py is the packaged tree's own tools/testing/kunit/kunit.py, run on its own extract of the same tarball with the
 same kernel-patches/ applied, so both tools build the same sources from the same kunitconfig.
 Usage: bench/bench.py [--cold-runs N] [--cold-all-tests-runs N] [--warm-runs N] [--skip-cold] [--cold-only] [--json OUT]
+                      [--only SCENARIO,...] [--cache DIR] [--tree DIR] [--kunit-build DIR]
+(--cache ~/.cache/pytest-kunit --tree <its src/ tree> --only warm,warm-readme: warm figures without extracting the
+tarball; kunit.py still builds once into a directory of its own unless --kunit-build names one it built before.)
 """
 
 from __future__ import annotations
@@ -38,9 +43,9 @@ ALL_TESTS = ROOT / "testsuites/all-tests.kunitconfig"
 ONLY_OURS = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
 
 
-def timed(command: list[str], cwd: Path) -> float:
+def timed(command: list[str], cwd: Path, env: dict[str, str] = ONLY_OURS) -> float:
     started = time.monotonic()
-    result = subprocess.run(command, cwd=cwd, env=ONLY_OURS, capture_output=True, text=True)
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     elapsed = time.monotonic() - started
     # pytest exits 0 (all passed); kunit.py exits 0 too. Anything else invalidates the figure.
     if result.returncode != 0:
@@ -68,6 +73,34 @@ def pytest_kunit(cache: Path, fragment: Path, *extra: str) -> list[str]:
         str(fragment),
         *extra,
     ]
+
+
+def readme_install(workdir: Path) -> Path:
+    """A venv holding pytest-kunit as the README's command one installs it (`pip install -e .`): its python."""
+    venv = workdir / "readme-venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-e", str(ROOT)]
+    subprocess.run(pip, check=True, stderr=subprocess.DEVNULL)
+    return python
+
+
+def pytest_kunit_as_installed(python: Path, cache: Path, fragment: Path) -> list[str]:
+    """pytest-kunit as a user runs it: every installed plugin autoloaded (run with AUTOLOAD)."""
+    return [
+        str(python),
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--kunit",
+        f"--kunit-cache-dir={cache}",
+        str(fragment),
+    ]
+
+
+AUTOLOAD = {name: value for name, value in os.environ.items() if name != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"}
 
 
 def kunit_py(tree: Path, build_dir: Path, fragment: Path, *extra: str) -> list[str]:
@@ -106,7 +139,15 @@ def main() -> int:
     parser.add_argument("--skip-cold", action="store_true", help="reuse warm builds only (no cold figures)")
     parser.add_argument("--cold-only", action="store_true", help="only the cold scenario")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--only", help="comma-separated scenarios to run (default: all)")
+    parser.add_argument("--cache", type=Path, help="pytest-kunit cache for the warm scenarios (default: a new one)")
+    parser.add_argument("--tree", type=Path, help="patched tree for kunit.py (default: a fresh extract)")
+    parser.add_argument("--kunit-build", type=Path, help="kunit.py build directory for the warm scenarios")
     args = parser.parse_args()
+    only = set(args.only.split(",")) if args.only else None
+
+    def wanted(scenario: str) -> bool:
+        return only is None or scenario in only
 
     figures: dict[str, dict[str, list[float]]] = {}
 
@@ -116,11 +157,11 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="kunit-bench-") as scratch:
         work = Path(scratch)
-        tree = patched_tree(work)
+        tree = args.tree or patched_tree(work)
         # The warm scenarios run in the last cold run's directories (or build there first, with --skip-cold).
         cache, build = work / "cache", work / "kunit-build"
 
-        for run in range(0 if args.skip_cold else args.cold_runs):
+        for run in range(0 if args.skip_cold or not wanted("cold") else args.cold_runs):
             # Each cold run gets directories of its own, deleted only after the last one: deleting gigabytes just
             # before a timed run slows its writes down (the disk is mounted with `discard`), and pytest-kunit, which
             # also extracts the tarball, writes the most.
@@ -130,7 +171,7 @@ def main() -> int:
             record("cold", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK), ROOT))
             os.sync()
             record("cold", "kunit.py", timed(kunit_py(tree, build, FRAMEWORK), tree))
-        for run in range(0 if args.skip_cold else args.cold_all_tests_runs):
+        for run in range(0 if args.skip_cold or not wanted("cold-all") else args.cold_all_tests_runs):
             all_cache, all_build = work / f"cache-cold-all-{run}", work / f"kunit-build-cold-all-{run}"
             os.sync()
             record("cold-all", "pytest-kunit", timed(pytest_kunit(all_cache, ALL_TESTS), ROOT))
@@ -140,22 +181,33 @@ def main() -> int:
         if args.cold_only:
             return report(figures, args.json)
 
+        cache, build = args.cache or cache, args.kunit_build or build
         # Warm-up (and the build, if cold runs were skipped).
         timed(pytest_kunit(cache, FRAMEWORK), ROOT)
         timed(kunit_py(tree, build, FRAMEWORK), tree)
-        for _ in range(args.warm_runs):
-            record("warm", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK), ROOT))
-            record("warm", "kunit.py", timed(kunit_py(tree, build, FRAMEWORK), tree))
-        for _ in range(args.warm_runs):
+        readme = readme_install(work) if wanted("warm-readme") else None
+        for _ in range(args.warm_runs if wanted("warm") or readme else 0):
+            # One kunit.py figure per round, the reference for both ways of running pytest-kunit.
+            reference = timed(kunit_py(tree, build, FRAMEWORK), tree)
+            if wanted("warm"):
+                record("warm", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK), ROOT))
+                record("warm", "kunit.py", reference)
+            if readme:
+                as_installed = pytest_kunit_as_installed(readme, cache, FRAMEWORK)
+                record("warm-readme", "pytest-kunit", timed(as_installed, ROOT, AUTOLOAD))
+                record("warm-readme", "kunit.py", reference)
+        for _ in range(args.warm_runs if wanted("one-case") else 0):
             one = ("-k", "example_simple_test")
             record("one-case", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK, *one), ROOT))
             record("one-case", "kunit.py", timed(kunit_py(tree, build, FRAMEWORK, "example.example_simple_test"), tree))
 
+        if not wanted("xdist") and not wanted("xdist-boots"):
+            return report(figures, args.json)
         timed(pytest_kunit(cache, ALL_TESTS), ROOT)  # build the all-tests kernel
-        for _ in range(args.warm_runs):
+        for _ in range(args.warm_runs if wanted("xdist") else 0):
             record("xdist", "-n 0", timed(pytest_kunit(cache, ALL_TESTS, "-n", "0"), ROOT))
             record("xdist", "-n 2", timed(pytest_kunit(cache, ALL_TESTS, "-n", "2"), ROOT))
-        for _ in range(args.warm_runs):
+        for _ in range(args.warm_runs if wanted("xdist-boots") else 0):
             per_suite = ("--kunit-isolate=suite",)
             record("xdist-boots", "-n 0", timed(pytest_kunit(cache, ALL_TESTS, *per_suite, "-n", "0"), ROOT))
             record("xdist-boots", "-n 2", timed(pytest_kunit(cache, ALL_TESTS, *per_suite, "-n", "2"), ROOT))

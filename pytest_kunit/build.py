@@ -169,14 +169,14 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
             _run_make(request, build_dir, log, progress)
             if not image.exists():
                 raise BuildError(f"make succeeded but {image} is missing.", f"read the build log {log}.")
-            checked = check_image(image, request.arch.make.elf, None)
+            checked = check_image(image, request.arch.make.elf, None, previous=record)
             if checked.problem:
                 raise BuildError(
                     f"make built a damaged kernel image {image}: {checked.problem}.",
                     f"read the build log {log}; delete the build directory {build_dir} to build it afresh.",
                 )
         assert checked is not None
-        if not up_to_date or record is None:  # a new image, or a stamp from before images were recorded
+        if not up_to_date or checked.record != record:  # a new image, or one recorded less fully (older stamps)
             write_atomically(stamp_file, f"{stamp}\n{request.session}\n{checked.record.lines()}")
         if not up_to_date and not request.tree.fixed:
             write_atomically(sources, str(build_started_ns))

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import struct
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 ELF_MAGIC = b"\x7fELF"
+SETTLED_NS = 2_000_000_000
 
 
 @dataclass(frozen=True)
@@ -17,16 +19,17 @@ class ImageRecord:
 
     digest: str
     size: int
+    mtime_ns: int | None = None  # when the digest was taken; None from a stamp written before it was recorded
 
     def lines(self) -> str:
-        return f"{self.digest}\n{self.size}\n"
+        return f"{self.digest}\n{self.size}\n" + (f"{self.mtime_ns}\n" if self.mtime_ns is not None else "")
 
     @classmethod
     def parse(cls, fields: list[str]) -> ImageRecord | None:
         """From the stamp's fields after its key and session; None from a stamp that recorded no image."""
-        if len(fields) != 2 or not fields[1].isdigit():
+        if len(fields) not in (2, 3) or not all(field.isdigit() for field in fields[1:]):
             return None
-        return cls(fields[0], int(fields[1]))
+        return cls(fields[0], int(fields[1]), int(fields[2]) if len(fields) == 3 else None)
 
 
 @dataclass(frozen=True)
@@ -76,15 +79,28 @@ def _starts_with(path: Path, magic: bytes) -> bool:
         return stream.read(len(magic)) == magic
 
 
-def check_image(image: Path, elf: bool, recorded: ImageRecord | None) -> ImageCheck:
-    """`image` as it is now, and why it cannot be what its build made (if it cannot)."""
-    size = image.stat().st_size
+def check_image(
+    image: Path, elf: bool, recorded: ImageRecord | None, previous: ImageRecord | None = None
+) -> ImageCheck:
+    """`image` as it is now, and why it cannot be what its build made (if it cannot). `previous` is an earlier record
+    of the file, not to be checked against (make may have rebuilt it), whose digest stands if the file is unchanged."""
+    status = image.stat()
+    size = status.st_size
     problem = ""
     if recorded is not None and size != recorded.size:
         problem = f"it is {size} bytes, its build recorded {recorded.size}"
     elif elf or _starts_with(image, ELF_MAGIC):
         problem = _elf_problem(image, size)
-    digest = file_digest(image)
+    known = recorded or previous
+    if known is not None and (known.size, known.mtime_ns) == (size, status.st_mtime_ns):
+        # Not written to since its digest was taken (any write moves the mtime): reading it all again (tens of MB,
+        # on every warm run) would tell nothing new.
+        digest = known.digest
+    else:
+        digest = file_digest(image)
     if not problem and recorded is not None and digest != recorded.digest:
         problem = "its contents differ from what its build recorded"
-    return ImageCheck(ImageRecord(digest, size), problem)
+    # A file written within the last moments could be written again within the same timestamp tick: its mtime
+    # vouches for its contents only once it is older than that (git's "racily clean" rule).
+    settled = time.time_ns() - status.st_mtime_ns > SETTLED_NS
+    return ImageCheck(ImageRecord(digest, size, status.st_mtime_ns if settled else None), problem)

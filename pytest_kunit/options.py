@@ -16,8 +16,6 @@ from typing import Any
 
 import pytest
 
-from .tree import patch_series
-
 DEFAULT_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 # The series' kunit.timeout takes whole seconds from 1 to KUNIT_MAX_TIMEOUT_SECS (include/kunit/try-catch.h) and
 # ignores anything else, keeping its 300 s: refuse here what the kernel would silently refuse.
@@ -217,6 +215,8 @@ def _patch_dirs(config: pytest.Config) -> tuple[Path, ...] | None:
     entries = [str(entry) for entry in value]
     if entries == ["none"]:
         return ()
+    from .tree import patch_series  # here, not at the top: a run without --kunit has no use for tree.py's imports
+
     dirs = []
     base = config.rootpath if _in_ini_file(source) else config.invocation_params.dir
     for entry in entries:

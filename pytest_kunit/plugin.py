@@ -1,23 +1,14 @@
-"""pytest-kunit's hooks: wiring only; each concern lives in its own module."""
+"""pytest-kunit's entry point (`pytest11`): its options and hook specifications, and at configure time, with --kunit
+only, the session's own hooks (enabled.py). A pytest run without --kunit imports and runs nothing else of it."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from dataclasses import asdict
-from pathlib import Path
-from typing import Any
+import importlib
 
 import pytest
-from _pytest.junitxml import xml_key
 
 from . import options
 from .arch import ARCHES, Arch
-from .cache import load_durations, save_durations
-from .items import MARKERS, KunitCase, KunitconfigFile, collects, fragment_nodeid
-from .planning import PlannedCase, plan_batches
-from .report import junit_properties
-from .session import STATE, SessionState
-from .workers import is_worker, run_id, worker_count, worker_durations
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -41,92 +32,9 @@ def pytest_configure(config: pytest.Config) -> None:
                 "add a pytest_kunit.arch.Arch under its own name."
             )
     settings = options.resolve(config, arches)
-    if not settings.enabled:
-        return
-    for marker in MARKERS:
-        config.addinivalue_line("markers", marker)
-    config.stash[STATE] = SessionState(config, settings, arches[settings.arch], session=run_id(config))
-    if config.pluginmanager.hasplugin("xdist"):
-        from .xdist import KunitXdist
-
-        config.pluginmanager.register(KunitXdist(config), "kunit-xdist")
-
-
-def pytest_report_header(config: pytest.Config) -> str | None:
-    state = config.stash.get(STATE, None)
-    if state is None:
-        return None
-    settings = state.settings
-    source = settings.kernel_src or "the kernel tree each fragment lies in, else the packaged tarball"
-    return f"kunit: kernel source {source}; arch {settings.arch}; cache {settings.cache_dir}"
-
-
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if STATE in parent.config.stash and collects(parent.config, file_path):
-        nodeid = fragment_nodeid(parent.config, file_path)
-        if nodeid is None:
-            return KunitconfigFile.from_parent(parent, path=file_path)
-        return KunitconfigFile.from_parent(parent, path=file_path, nodeid=nodeid)
-    return None
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    state = session.config.stash.get(STATE, None)
-    if state is None:
-        return
-    config = session.config
-    cases = [
-        PlannedCase(item.nodeid, item.kernel.key, item.suite, item.name)
-        for item in session.items
-        if isinstance(item, KunitCase)
-    ]
-    durations = worker_durations(config)
-    if durations is None:
-        durations = load_durations(state.settings.cache_dir, config.rootpath)
-    state.runner.set_plan(cases, plan_batches(cases, worker_count(config), state.settings.isolate, durations))
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, Any, None]:
-    made = yield
-    if isinstance(item, KunitCase):
-        item.time_report(made.get_result())
-
-
-@pytest.hookimpl(tryfirst=True)  # before junitxml writes its file
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    state = session.config.stash.get(STATE, None)
-    if state is None:
-        return
-    xml = session.config.stash.get(xml_key, None)  # only where the report is written: never on an xdist worker
-    if xml is not None:
-        for name, value in junit_properties(state.stats):
-            xml.add_global_property(name, value)
-    if is_worker(session.config):
-        workeroutput: dict[str, Any] = session.config.workeroutput  # type: ignore[attr-defined]
-        stats = asdict(state.stats)
-        stats.pop("filters")
-        workeroutput["kunit_stats"] = stats
-        workeroutput["kunit_suite_seconds"] = state.runner.suite_seconds
-    else:
-        save_durations(state.settings.cache_dir, session.config.rootpath, state.runner.suite_seconds)
-
-
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    state = config.stash.get(STATE, None)
-    if state is None:
-        return
-    stats = state.stats
-    terminalreporter.write_sep("-", "kunit")
-    terminalreporter.write_line(
-        f"kernel builds: {stats.builds} ({stats.build_seconds:.1f} s); "
-        f"guest boots: {stats.boots} ({stats.boot_seconds:.1f} s)"
-    )
-    if stats.reruns:
-        terminalreporter.write_line(
-            f"cases run again in a fresh guest: {stats.reruns} (an earlier crash in their guest, or a signal from "
-            "outside; each case's report says which)"
-        )
-    if config.option.verbose > 0:
-        for number, kernel_filter in enumerate(stats.filters, 1):
-            terminalreporter.write_line(f"boot {number}: {kernel_filter}")
+    if settings.enabled:
+        # Through sys.modules, not the package's attribute: a pytest run in-process after another (pytester) has
+        # had its modules removed, and must not mix the earlier run's modules with fresh ones.
+        enabled = importlib.import_module(f"{__package__}.enabled")
+        enabled.start(config, settings, arches[settings.arch])
+        config.pluginmanager.register(enabled, "kunit-session")

@@ -11,7 +11,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from .arch import Arch
 from .console import ConsoleMap, strip_controls
@@ -218,6 +218,10 @@ class Guest:
         ours = child.isalive()
         # QEMU leads a session of its own (pexpect's pty): its group holds whatever a wrapper script started too.
         kill_group(child.pid)
+        if not ours:
+            # Exited and reaped already: ptyprocess's pause for the kernel to update its status (0.1 s, a boot's
+            # tenth on a warm run) has nothing to wait for.
+            cast(Any, child).ptyproc.delayafterclose = 0  # ptyproc is missing from pexpect's type stubs
         child.close(force=True)
         self.record.exit_status = child.exitstatus if child.exitstatus is not None else child.signalstatus
         if not ours:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import struct
+import time
 from pathlib import Path
 
 import pytest
 
-from pytest_kunit.image import ImageRecord, check_image
+from pytest_kunit import image as image_module
+from pytest_kunit.image import SETTLED_NS, ImageCheck, ImageRecord, check_image
 
 
 def elf64(segment: tuple[int, int] = (176, 64), payload: int = 64) -> bytes:
@@ -72,3 +75,28 @@ def test_an_image_record_round_trips_through_the_stamp() -> None:
     assert ImageRecord.parse(record.lines().split()) == record
     assert ImageRecord.parse([]) is None
     assert ImageRecord.parse(["0123456789abcdef", "lots"]) is None
+
+
+def test_an_image_unchanged_since_its_record_is_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    image = write(tmp_path, b"bzImage bytes")
+    settled = time.time_ns() - 10 * SETTLED_NS
+    os.utime(image, ns=(settled, settled))
+    record = check_image(image, False, None).record
+    assert record.mtime_ns == settled
+    assert ImageRecord.parse(record.lines().split()) == record
+
+    def unread(path: Path) -> str:
+        raise AssertionError(f"{path} was read again")
+
+    monkeypatch.setattr(image_module, "file_digest", unread)
+    assert check_image(image, False, record) == ImageCheck(record, "")
+    assert check_image(image, False, None, previous=record) == ImageCheck(record, "")
+    # Written since: read again, and found changed.
+    monkeypatch.undo()
+    image.write_bytes(b"bzImage byteZ")
+    assert check_image(image, False, record).problem == "its contents differ from what its build recorded"
+
+
+def test_a_freshly_written_images_mtime_vouches_for_nothing(tmp_path: Path) -> None:
+    image = write(tmp_path, b"bzImage bytes")
+    assert check_image(image, False, None).record.mtime_ns is None
