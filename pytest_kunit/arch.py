@@ -52,7 +52,7 @@ ARCHES: dict[str, Arch] = {
         qemu=QemuSettings(
             binary="qemu-system-x86_64",
             package="qemu-system-x86",
-            args=("-m", "512", "-serial", "stdio"),
+            args=("-m", "1024", "-serial", "stdio"),
             # Should a fragment enable the input layer: probing the PS/2 controller's mouse port costs ~0.8 s of a
             # ~1.4 s boot under TCG, and no test needs it. The TSC is never marked unstable: under TCG it follows
             # the host's TSC, or with -icount the guest's one clock, so the clocksource watchdog's verdict could
