@@ -1,0 +1,43 @@
+"""The real tier under host load: the fault suite and the framework suite give the same verdicts while every core is
+busy (bench/load.py: a bounded CPU burner per core, two rounds of each fragment)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.real
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_verdicts_do_not_depend_on_the_hosts_load(tmp_path: Path) -> None:
+    for fragment in ("testsuites/faults/faults.kunitconfig", "testsuites/kunit.kunitconfig"):
+        # Built (and listed) before the load starts: the campaign measures runs, not builds.
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--kunit", "--collect-only", "-q", fragment],
+            cwd=ROOT,
+            capture_output=True,
+            timeout=3600,
+            check=True,
+        )
+    figures = tmp_path / "load.json"
+    process = subprocess.run(
+        [sys.executable, str(ROOT / "bench/load.py"), "--runs", "2", "--bound", "900", "--json", str(figures)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert process.returncode == 0, process.stdout[-6000:] + process.stderr[-2000:]
+    rounds = json.loads(figures.read_text())
+    assert len(rounds) == 4
+    faults = [entry for entry in rounds if entry["fragment"].endswith("faults.kunitconfig")]
+    # Each fault-suite run: the suite, the hang again in a fresh guest (it came after two crashes), one boot after it
+    # and one after the panic; never more, however busy the host.
+    assert [entry["boots"] for entry in faults] == [4, 4], process.stdout
+    assert all(entry["same"] for entry in rounds), process.stdout
