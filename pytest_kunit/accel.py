@@ -12,6 +12,7 @@ import warnings
 from .arch import Arch
 from .cache import load_kvm_verdict, save_kvm_verdict
 from .errors import KunitWarning
+from .launch import launcher
 from .options import Accel, Settings
 from .qemu import KVM_FIRST_OUTPUT, BootRecord, kvm_usable
 
@@ -39,6 +40,8 @@ class Accelerator:
         self._current: str | None = None
 
     def current(self, arch: Arch) -> str:
+        if not launcher(arch).accelerated:
+            return "none"  # a UML kernel runs natively, as a host program
         if self._current is None:
             self._current = self._first(arch)
         return self._current
@@ -65,6 +68,7 @@ class Accelerator:
 
     def _machine(self, arch: Arch) -> tuple[str, str]:
         """A key for this QEMU binary (path, size, modification time) on this host kernel, and its description."""
+        assert arch.qemu is not None  # only QEMU guests have an accelerator
         name = self.settings.qemu or arch.qemu.binary
         binary = shutil.which(name) or name
         try:

@@ -1,4 +1,4 @@
-"""Per-architecture settings: one frozen record each, split by who reads it (make, Kconfig, QEMU)."""
+"""Per-architecture settings: one frozen record each, split by who reads it (make, Kconfig, QEMU or the host)."""
 
 from __future__ import annotations
 
@@ -29,11 +29,26 @@ class QemuSettings:
 
 
 @dataclass(frozen=True)
+class UmlSettings:
+    """What running a User Mode Linux kernel needs: the built binary is run directly, as a host program, with its
+    console on stdio."""
+
+    kernel_args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Arch:
+    """One architecture: its guests boot under QEMU (`qemu`) or run as host programs (`uml`), never both."""
+
     name: str
     make: MakeSettings
     kconfig: tuple[str, ...]  # symbols every guest of this architecture needs (serial console, boot entry)
-    qemu: QemuSettings
+    qemu: QemuSettings | None = None
+    uml: UmlSettings | None = None
+
+    def __post_init__(self) -> None:
+        if (self.qemu is None) == (self.uml is None):
+            raise TypeError(f"Arch {self.name!r}: give exactly one of qemu= (a QEMU guest) and uml= (User Mode Linux)")
 
 
 ARCHES: dict[str, Arch] = {
@@ -63,5 +78,18 @@ ARCHES: dict[str, Arch] = {
             # starves QEMU, so calibration and jiffies (which kunit.timeout counts) do not depend on the host's load.
             tcg_args=("-icount", "shift=auto,sleep=off"),
         ),
+    ),
+    # User Mode Linux, kunit.py's default: the kernel is built as an ordinary x86_64 host program (SUBARCH is the
+    # host's) and run natively, with no emulator. kunit.py's UML configuration and arguments, so both run the same.
+    "um": Arch(
+        name="um",
+        # `linux` is a hard link to vmlinux (with the symbols crash reports are decoded against); an ELF file, checked
+        # whole as any image that starts like one.
+        make=MakeSettings(arch="um", source_arch="um", target="linux", image="linux"),
+        # kunit.py's arch_uml.config: virtio and PCI over virtio, which many suites need on UML.
+        kconfig=("CONFIG_VIRTIO_UML=y", "CONFIG_UML_PCI_OVER_VIRTIO=y"),
+        # 1 GiB of guest memory (a sparse file in $TMPDIR) and the console on the first terminal channel, which
+        # defaults to stdin and stdout (CON_ZERO_CHAN "fd:0,fd:1").
+        uml=UmlSettings(kernel_args=("mem=1G", "console=tty")),
     ),
 }

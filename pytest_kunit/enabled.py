@@ -13,8 +13,10 @@ from _pytest.junitxml import xml_key
 
 from .arch import Arch
 from .cache import load_durations, save_durations
+from .errors import KunitWarning
 from .items import MARKERS, KunitCase, KunitconfigFile, collects, fragment_nodeid
-from .options import Settings
+from .launch import launcher
+from .options import Settings, given
 from .planning import PlannedCase, plan_batches
 from .report import junit_properties
 from .session import STATE, SessionState
@@ -25,6 +27,12 @@ def start(config: pytest.Config, settings: Settings, arch: Arch) -> None:
     """Set the session up, and register the xdist scheduler where xdist runs (plugin.py registers this module)."""
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
+    guest = launcher(arch)
+    for name in guest.unused_options:
+        source = given(config, name)
+        if source is not None:
+            note = f"pytest-kunit: {source} does not apply to arch {arch.name}, and is ignored: {guest.unused_why}"
+            config.issue_config_time_warning(KunitWarning(note), stacklevel=2)
     config.stash[STATE] = SessionState(config, settings, arch, session=run_id(config))
     if config.pluginmanager.hasplugin("xdist"):
         from .xdist import KunitXdist

@@ -13,12 +13,13 @@ from .recovery import killed_by
 from .report import boot_failure
 from .runner import Kernel, Runner
 
-# kunit_shutdown=reboot: the executor's last act, printed by kernel_restart() (a panic reboots without it).
-_REBOOT = re.compile(r"\breboot: Restarting system")
+# kunit_shutdown=reboot (QEMU) or halt (UML): the executor's last act, printed by kernel_restart() or kernel_halt()
+# (a panic reboots or aborts without it).
+_REBOOT = re.compile(r"\breboot: (?:Restarting system|System halted)")
 
 
 def reached_end(record: BootRecord) -> bool:
-    """Whether the list boot ran to the kernel's own reboot and QEMU then exited by itself, status 0."""
+    """Whether the list boot ran to the kernel's own reboot (or halt) and the guest then exited by itself, status 0."""
     return (
         record.ktap_started
         and not record.timed_out
@@ -31,10 +32,10 @@ def _how_it_ended(record: BootRecord) -> str:
     if record.timed_out:
         return record.killed_for or "the guest went silent and was killed"
     if record.outside_signal is not None:
-        return killed_by(record.outside_signal)
+        return killed_by(record.outside_signal, record.program)
     if record.exit_status != 0:
-        return f"QEMU ended with status {record.exit_status}"
-    return f"the console stopped after {len(record.console)} lines, with no reboot, though QEMU exited 0"
+        return f"{record.program} ended with status {record.exit_status}"
+    return f"the console stopped after {len(record.console)} lines, with no reboot, though {record.program} exited 0"
 
 
 def list_cases(

@@ -149,6 +149,12 @@ def _raw(config: pytest.Config, name: str) -> tuple[Any, str]:
     return None, "default"
 
 
+def given(config: pytest.Config, name: str) -> str | None:
+    """Where the setting `name` was given (its flag, -o, or its ini key in a file), or None if it was not."""
+    value, source = _raw(config, name)
+    return None if value is None else source
+
+
 def _in_ini_file(source: str) -> bool:
     """Whether a value came from an ini file, whose relative paths are relative to the rootdir; a value typed on the
     command line (a flag or -o) is relative to the directory pytest was started in."""

@@ -1,11 +1,9 @@
-"""Booting a KUnit kernel in QEMU and streaming its serial console line by line."""
+"""Booting a KUnit kernel (under QEMU, or a UML kernel as a host program) and streaming its console line by line."""
 
 from __future__ import annotations
 
 import atexit
 import os
-import re
-import shutil
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -16,15 +14,11 @@ from typing import TYPE_CHECKING, Any, cast
 from .arch import Arch
 from .console import ConsoleMap, strip_controls
 from .errors import BootError
+from .launch import launcher
 from .processes import kill_group
 
 if TYPE_CHECKING:
     import pexpect
-
-
-# Always: KUnit reboots when done, a panic reboots at once, and QEMU exits instead of rebooting.
-KERNEL_ARGS = ("kunit_shutdown=reboot", "panic=-1")
-QEMU_ARGS = ("-nodefaults", "-nographic", "-no-reboot")
 
 
 def watchdog_seconds(case_timeout: float) -> float:
@@ -47,13 +41,11 @@ def boot_deadline(case_timeout: float, cases: int) -> float:
 # so on some hosts) and booted again under TCG.
 KVM_FIRST_OUTPUT = 5.0
 
-# QEMU catches SIGTERM, SIGINT and SIGHUP, says so on stderr (our console) and exits with status 0.
-_CAUGHT_SIGNAL = re.compile(r"terminating on signal (\d+)")
-
 
 def kernel_command_line(arch: Arch, args: Iterable[str]) -> list[str]:
-    """A boot's whole kernel command line: the architecture's console arguments, what every guest needs, `args`."""
-    return [arg for arg in (*arch.qemu.kernel_args, *KERNEL_ARGS, *args) if arg]
+    """A boot's whole kernel command line: the architecture's console arguments, what every guest of its kind needs,
+    `args`."""
+    return [arg for arg in (*launcher(arch).kernel_args(), *args) if arg]
 
 
 @dataclass(frozen=True)
@@ -61,7 +53,7 @@ class BootRequest:
     image: Path
     arch: Arch
     kernel_args: tuple[str, ...]  # the whole kernel command line (see kernel_command_line)
-    accel: str  # "tcg" or "kvm"
+    accel: str  # "tcg" or "kvm"; "none" for a guest that runs natively (UML)
     silence_timeout: float
     qemu: str | None = None
     deadline: float | None = None  # seconds the whole boot may last
@@ -83,7 +75,8 @@ class BootRecord:
     console_map: ConsoleMap = field(default_factory=ConsoleMap)  # where and when each suite and case ran
     ktap_started: bool = False  # the console reached a KTAP/TAP version line: KUnit ran
     stopped: bool = False  # pytest-kunit ended the guest on purpose before it finished (not the watchdog)
-    outside_signal: int | None = None  # the signal that ended QEMU, when pytest-kunit did not send it
+    outside_signal: int | None = None  # the signal that ended the guest, when pytest-kunit did not send it
+    program: str = "QEMU"  # what ran the kernel, as reports name it
 
 
 _LIVE: weakref.WeakSet[pexpect.spawn[str]] = weakref.WeakSet()
@@ -95,43 +88,11 @@ def _kill_live_guests() -> None:
         kill_group(child.pid)
 
 
-def qemu_binary(request: BootRequest) -> str:
-    name = request.qemu or request.arch.qemu.binary
-    found = shutil.which(name)
-    if found is None:
-        raise BootError(
-            f"QEMU is not installed: {name!r} is not on PATH.",
-            f"install it (apt-get install {request.arch.qemu.package}) or name the binary with --kunit-qemu "
-            "(ini: kunit_qemu).",
-        )
-    return found
-
-
 def command_line(request: BootRequest) -> list[str]:
-    command = [
-        qemu_binary(request),
-        *QEMU_ARGS,
-        "-accel",
-        request.accel,
-        *(request.arch.qemu.tcg_args if request.accel == "tcg" else ()),
-        *request.arch.qemu.args,
-        "-kernel",
-        str(request.image),
-        "-append",
-        " ".join(request.kernel_args),
-    ]
+    command = launcher(request.arch).command(request.image, request.kernel_args, request.accel, request.qemu)
     if request.edit_command is not None:
         request.edit_command(command)
     return command
-
-
-def caught_signal(console: list[str]) -> int | None:
-    """The signal QEMU said it terminated on (its last lines), if any."""
-    for line in console[-3:]:
-        match = _CAUGHT_SIGNAL.search(line)
-        if match:
-            return int(match[1])
-    return None
 
 
 def kvm_usable() -> bool:
@@ -139,13 +100,14 @@ def kvm_usable() -> bool:
 
 
 class Guest:
-    """One running QEMU; iterate `lines()` to stream its console. Always killed on close."""
+    """One running guest (QEMU, or a UML kernel); iterate `lines()` to stream its console. Always killed on close."""
 
     def __init__(self, request: BootRequest, sink: Callable[[str], None] | None = None) -> None:
         import pexpect
 
         self.request = request
-        self.record = BootRecord(command_line(request))
+        self._launcher = launcher(request.arch)
+        self.record = BootRecord(command_line(request), program=self._launcher.program)
         self._sink = sink
         self._started = time.monotonic()
         try:
@@ -156,14 +118,15 @@ class Guest:
                 codec_errors="replace",
                 timeout=request.silence_timeout,
                 echo=False,
+                preexec_fn=self._launcher.prepare_child(),
             )
         except (OSError, pexpect.ExceptionPexpect) as error:
             why = (error.strerror if isinstance(error, OSError) else None) or str(error)
             if isinstance(error, FileNotFoundError):
                 why += " (the program exists: its #! interpreter or a library it needs does not)"
             raise BootError(
-                f"QEMU could not be started: {self.record.command[0]}: {why}.",
-                "check that --kunit-qemu (ini: kunit_qemu) names a QEMU that runs: try it with --version.",
+                f"{self._launcher.program} could not be started: {self.record.command[0]}: {why}.",
+                self._launcher.start_remedy,
             ) from None
         _LIVE.add(self._child)
 
@@ -214,9 +177,10 @@ class Guest:
 
     def close(self) -> BootRecord:
         child = self._child
-        # After EOF isalive() waits for QEMU to exit, so a QEMU still alive here is one we end ourselves.
+        # After EOF isalive() waits for the guest to exit, so one still alive here is one we end ourselves.
         ours = child.isalive()
-        # QEMU leads a session of its own (pexpect's pty): its group holds whatever a wrapper script started too.
+        # The guest leads a session of its own (pexpect's pty): its group holds whatever a wrapper script started
+        # too, or a UML kernel's helper processes.
         kill_group(child.pid)
         if not ours:
             # Exited and reaped already: ptyprocess's pause for the kernel to update its status (0.1 s, a boot's
@@ -225,7 +189,7 @@ class Guest:
         child.close(force=True)
         self.record.exit_status = child.exitstatus if child.exitstatus is not None else child.signalstatus
         if not ours:
-            self.record.outside_signal = child.signalstatus or caught_signal(self.record.console)
+            self.record.outside_signal = self._launcher.outside_signal(child.signalstatus, self.record.console)
         self.record.seconds = time.monotonic() - self._started
         return self.record
 

@@ -40,11 +40,12 @@ class Stop:
     evidence: tuple[str, ...] = ()  # the kernel's crash report within the case's own log
     earlier_crash: str = ""  # what had already crashed in that guest before the case began; "" for a clean guest
     signal: int | None = None  # for KILLED
+    program: str = "QEMU"  # what ran the kernel
 
     def describe(self) -> str:
         """One sentence for the case's report."""
         if self.cause is Cause.KILLED:
-            what = f"{killed_by(self.signal)} while this case ran"
+            what = f"{killed_by(self.signal, self.program)} while this case ran"
         elif self.earlier_crash:
             what = f"the guest {self.cause.value} during this case, after {self.earlier_crash}"
         else:
@@ -97,21 +98,22 @@ def signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def killed_by(number: int | None) -> str:
-    """QEMU ended by a signal pytest-kunit did not send: from outside (an OOM killer, a user), or its own crash."""
+def killed_by(number: int | None, program: str = "QEMU") -> str:
+    """`program` (QEMU, the UML kernel) ended by a signal pytest-kunit did not send: from outside (an OOM killer, a
+    user), or its own crash."""
     name = signal_name(number) if number is not None else "a signal"
     if number in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
-        return f"QEMU was killed by {name} from outside (pytest-kunit did not send it)"
-    return f"QEMU died of {name}"
+        return f"{program} was killed by {name} from outside (pytest-kunit did not send it)"
+    return f"{program} died of {name}"
 
 
 def outside_kill_error(stops: Sequence[Stop]) -> BootError:
     """The error every case left gets when QEMU was ended by a signal from outside again, in a fresh guest too."""
     last = stops[-1]
     return BootError(
-        f"{killed_by(last.signal)}, again in a fresh guest, before this case had a result: this says nothing "
-        "about the case, which is not booted again.",
-        "find what ends QEMU (the kernel log of the host shows the OOM killer; free memory, or run fewer xdist "
-        "workers), then run again.",
+        f"{killed_by(last.signal, last.program)}, again in a fresh guest, before this case had a result: this says "
+        "nothing about the case, which is not booted again.",
+        f"find what ends {last.program} (the kernel log of the host shows the OOM killer; free memory, or run fewer "
+        "xdist workers), then run again.",
         detail="\n".join(f"guest {number}: {stop.describe()}" for number, stop in enumerate(stops, 1)),
     )

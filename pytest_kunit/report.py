@@ -63,12 +63,13 @@ def render_failure(outcome: Outcome) -> str:
     return "\n".join(parts)
 
 
-# The kernel's first console line: anything before it (or, without it, everything) is QEMU's own.
+# The kernel's first console line: anything before it (or, without it, everything) is QEMU's (or UML's) own.
 _KERNEL_STARTED = re.compile(r"\bLinux version \d")
 
 
 def qemu_failure(record: BootRecord) -> BootError | None:
-    """QEMU's own error, in its own words, when QEMU failed (exited non-zero by itself) before the kernel spoke."""
+    """The guest program's own error, in its own words, when it failed (exited non-zero by itself) before the kernel
+    spoke."""
     if record.timed_out or record.exit_status in (0, None):
         return None
     said = []
@@ -83,10 +84,10 @@ def qemu_failure(record: BootRecord) -> BootError | None:
     image = Path(command[command.index("-kernel") + 1]) if "-kernel" in command[:-1] else None
     damaged = f"the image {image} (build directory {image.parent})" if image else "the kernel image"
     return BootError(
-        f"QEMU failed before the kernel started (exit status {record.exit_status}): {said[0]}",
-        f"read QEMU's own words below. If it could not load the kernel, {damaged} is damaged: delete it and run "
-        "again to rebuild it. Otherwise run the command below by hand.",
-        detail="QEMU said:\n" + "\n".join(said[:10]) + f"\nCommand: {shlex.join(command)}",
+        f"{record.program} failed before the kernel started (exit status {record.exit_status}): {said[0]}",
+        f"read {record.program}'s own words below. If it could not load the kernel, {damaged} is damaged: delete it "
+        "and run again to rebuild it. Otherwise run the command below by hand.",
+        detail=f"{record.program} said:\n" + "\n".join(said[:10]) + f"\nCommand: {shlex.join(command)}",
     )
 
 
@@ -100,7 +101,7 @@ def earlier_text(outcome: Outcome) -> str:
 
 
 def boot_failure(record: BootRecord) -> BootError:
-    """Why a boot printed no KTAP, with the console's tail; QEMU's own words first when QEMU itself failed."""
+    """Why a boot printed no KTAP, with the console's tail; the guest program's own words first when it failed."""
     failed = None if record.outside_signal is not None else qemu_failure(record)
     if failed is not None:
         return failed
@@ -110,14 +111,14 @@ def boot_failure(record: BootRecord) -> BootError:
     elif record.timed_out:
         what = f"Before KUnit started, {record.killed_for or 'the guest printed nothing for too long and was killed'}."
     elif record.outside_signal is not None:
-        what = f"{killed_by(record.outside_signal)} before KUnit started."
+        what = f"{killed_by(record.outside_signal, record.program)} before KUnit started."
     elif not record.console:
-        what = f"QEMU exited (status {record.exit_status}) without printing anything."
+        what = f"{record.program} exited (status {record.exit_status}) without printing anything."
     else:
         what = "The guest's console has no KTAP output at all: KUnit did not run."
     remedy = (
-        "check the kunitconfig enables CONFIG_KUNIT and a serial console, that the image boots under "
-        "QEMU, and read the console below."
+        f"check the kunitconfig enables CONFIG_KUNIT and the guest's console, that the kernel starts under "
+        f"{record.program}, and read the console below."
     )
     return BootError(what, remedy, detail=f"Console tail:\n{tail}")
 

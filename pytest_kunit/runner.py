@@ -244,7 +244,8 @@ class Runner:
         if not record.ktap_started:
             if record.outside_signal is not None:
                 # Killed from outside before KUnit began: not the kernel's fault either.
-                self._stopped(known, Stop(Cause.KILLED, str(console), signal=record.outside_signal), None, unrun, stops)
+                stop = Stop(Cause.KILLED, str(console), signal=record.outside_signal, program=record.program)
+                self._stopped(known, stop, None, unrun, stops)
                 return False
             # Nothing ran: every case of this boot carries the same explanation, and no further boot is tried.
             why = f"{boot_failure(record).render()}\nWhole console: {console}"
@@ -291,6 +292,7 @@ class Runner:
             evidence=tuple(ktap.fault_lines(log)),
             earlier_crash=recovery.earlier_crash(results, before),
             signal=record.outside_signal,
+            program=record.program,
         )
         if in_flight not in wanted:
             return True  # nobody asked for it: the wanted cases after it are booted again

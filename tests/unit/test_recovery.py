@@ -7,7 +7,7 @@ import signal
 import pytest
 
 from pytest_kunit.ktap import CaseResult, Status
-from pytest_kunit.qemu import caught_signal
+from pytest_kunit.launch import caught_signal
 from pytest_kunit.recovery import (
     Action,
     Cause,
