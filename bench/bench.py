@@ -14,9 +14,10 @@ Scenarios (each repeated; medians printed with the ratio pytest-kunit / kunit.py
 kunit.py is the packaged tree's own tools/testing/kunit/kunit.py, run on its own extract of the same tarball with the
 same kernel-patches/ applied, so both tools build the same sources from the same kunitconfig.
 Usage: bench/bench.py [--cold-runs N] [--cold-all-tests-runs N] [--warm-runs N] [--skip-cold] [--cold-only] [--json OUT]
-                      [--only SCENARIO,...] [--cache DIR] [--tree DIR] [--kunit-build DIR]
+                      [--only SCENARIO,...] [--cache DIR] [--tree DIR] [--kunit-build DIR] [--arch NAME]
 (--cache ~/.cache/pytest-kunit --tree <its src/ tree> --only warm,warm-readme: warm figures without extracting the
 tarball; kunit.py still builds once into a directory of its own unless --kunit-build names one it built before.)
+--arch arm64: both tools build and boot arm64 guests (kunit.py with --cross_compile, the record's compiler prefix).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from pytest_kunit.arch import ARCHES
 from pytest_kunit.tree import apply_patches, patch_files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +56,7 @@ def timed(command: list[str], cwd: Path, env: dict[str, str] = ONLY_OURS) -> flo
     return elapsed
 
 
-def pytest_kunit(cache: Path, fragment: Path, *extra: str) -> list[str]:
+def pytest_kunit(cache: Path, fragment: Path, *extra: str, arch: str = "x86_64") -> list[str]:
     # Only pytest-kunit and its own dependency pytest-xdist are loaded (see ONLY_OURS): other plugins installed on
     # the machine (hypothesis, pytest-benchmark) cost about a second of start-up that is not pytest-kunit's.
     return [
@@ -70,6 +72,7 @@ def pytest_kunit(cache: Path, fragment: Path, *extra: str) -> list[str]:
         "no:cacheprovider",
         "--kunit",
         f"--kunit-cache-dir={cache}",
+        f"--kunit-arch={arch}",
         str(fragment),
         *extra,
     ]
@@ -85,7 +88,7 @@ def readme_install(workdir: Path) -> Path:
     return python
 
 
-def pytest_kunit_as_installed(python: Path, cache: Path, fragment: Path) -> list[str]:
+def pytest_kunit_as_installed(python: Path, cache: Path, fragment: Path, arch: str = "x86_64") -> list[str]:
     """pytest-kunit as a user runs it: every installed plugin autoloaded (run with AUTOLOAD)."""
     return [
         str(python),
@@ -96,6 +99,7 @@ def pytest_kunit_as_installed(python: Path, cache: Path, fragment: Path) -> list
         "no:cacheprovider",
         "--kunit",
         f"--kunit-cache-dir={cache}",
+        f"--kunit-arch={arch}",
         str(fragment),
     ]
 
@@ -103,12 +107,15 @@ def pytest_kunit_as_installed(python: Path, cache: Path, fragment: Path) -> list
 AUTOLOAD = {name: value for name, value in os.environ.items() if name != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"}
 
 
-def kunit_py(tree: Path, build_dir: Path, fragment: Path, *extra: str) -> list[str]:
+def kunit_py(tree: Path, build_dir: Path, fragment: Path, *extra: str, arch: str = "x86_64") -> list[str]:
+    # kunit.py names the architectures as pytest-kunit does; a cross build gets the same compiler prefix.
+    cross = ARCHES[arch].make.cross_compile
     return [
         sys.executable,
         str(tree / "tools/testing/kunit/kunit.py"),
         "run",
-        "--arch=x86_64",
+        f"--arch={arch}",
+        *([f"--cross_compile={cross}"] if cross else []),
         f"--build_dir={build_dir}",
         f"--kunitconfig={fragment}",
         f"--jobs={os.cpu_count() or 1}",
@@ -143,7 +150,9 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, help="pytest-kunit cache for the warm scenarios (default: a new one)")
     parser.add_argument("--tree", type=Path, help="patched tree for kunit.py (default: a fresh extract)")
     parser.add_argument("--kunit-build", type=Path, help="kunit.py build directory for the warm scenarios")
+    parser.add_argument("--arch", default="x86_64", choices=sorted(ARCHES), help="guest architecture of both tools")
     args = parser.parse_args()
+    arch = args.arch
     only = set(args.only.split(",")) if args.only else None
 
     def wanted(scenario: str) -> bool:
@@ -168,49 +177,53 @@ def main() -> int:
             cache, build = work / f"cache-cold-{run}", work / f"kunit-build-cold-{run}"
             os.sync()  # what the previous run wrote is on disk before the next one starts
             # Interleaved, so drift in the machine's load hits both tools alike.
-            record("cold", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK), ROOT))
+            record("cold", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK, arch=arch), ROOT))
             os.sync()
-            record("cold", "kunit.py", timed(kunit_py(tree, build, FRAMEWORK), tree))
+            record("cold", "kunit.py", timed(kunit_py(tree, build, FRAMEWORK, arch=arch), tree))
         for run in range(0 if args.skip_cold or not wanted("cold-all") else args.cold_all_tests_runs):
             all_cache, all_build = work / f"cache-cold-all-{run}", work / f"kunit-build-cold-all-{run}"
             os.sync()
-            record("cold-all", "pytest-kunit", timed(pytest_kunit(all_cache, ALL_TESTS), ROOT))
+            record("cold-all", "pytest-kunit", timed(pytest_kunit(all_cache, ALL_TESTS, arch=arch), ROOT))
             os.sync()
-            record("cold-all", "kunit.py", timed(kunit_py(tree, all_build, ALL_TESTS), tree))
+            record("cold-all", "kunit.py", timed(kunit_py(tree, all_build, ALL_TESTS, arch=arch), tree))
 
         if args.cold_only:
             return report(figures, args.json)
 
         cache, build = args.cache or cache, args.kunit_build or build
         # Warm-up (and the build, if cold runs were skipped).
-        timed(pytest_kunit(cache, FRAMEWORK), ROOT)
-        timed(kunit_py(tree, build, FRAMEWORK), tree)
+        timed(pytest_kunit(cache, FRAMEWORK, arch=arch), ROOT)
+        timed(kunit_py(tree, build, FRAMEWORK, arch=arch), tree)
         readme = readme_install(work) if wanted("warm-readme") else None
         for _ in range(args.warm_runs if wanted("warm") or readme else 0):
             # One kunit.py figure per round, the reference for both ways of running pytest-kunit.
-            reference = timed(kunit_py(tree, build, FRAMEWORK), tree)
+            reference = timed(kunit_py(tree, build, FRAMEWORK, arch=arch), tree)
             if wanted("warm"):
-                record("warm", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK), ROOT))
+                record("warm", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK, arch=arch), ROOT))
                 record("warm", "kunit.py", reference)
             if readme:
-                as_installed = pytest_kunit_as_installed(readme, cache, FRAMEWORK)
+                as_installed = pytest_kunit_as_installed(readme, cache, FRAMEWORK, arch)
                 record("warm-readme", "pytest-kunit", timed(as_installed, ROOT, AUTOLOAD))
                 record("warm-readme", "kunit.py", reference)
         for _ in range(args.warm_runs if wanted("one-case") else 0):
             one = ("-k", "example_simple_test")
-            record("one-case", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK, *one), ROOT))
-            record("one-case", "kunit.py", timed(kunit_py(tree, build, FRAMEWORK, "example.example_simple_test"), tree))
+            record("one-case", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK, *one, arch=arch), ROOT))
+            record(
+                "one-case",
+                "kunit.py",
+                timed(kunit_py(tree, build, FRAMEWORK, "example.example_simple_test", arch=arch), tree),
+            )
 
         if not wanted("xdist") and not wanted("xdist-boots"):
             return report(figures, args.json)
-        timed(pytest_kunit(cache, ALL_TESTS), ROOT)  # build the all-tests kernel
+        timed(pytest_kunit(cache, ALL_TESTS, arch=arch), ROOT)  # build the all-tests kernel
         for _ in range(args.warm_runs if wanted("xdist") else 0):
-            record("xdist", "-n 0", timed(pytest_kunit(cache, ALL_TESTS, "-n", "0"), ROOT))
-            record("xdist", "-n 2", timed(pytest_kunit(cache, ALL_TESTS, "-n", "2"), ROOT))
+            record("xdist", "-n 0", timed(pytest_kunit(cache, ALL_TESTS, "-n", "0", arch=arch), ROOT))
+            record("xdist", "-n 2", timed(pytest_kunit(cache, ALL_TESTS, "-n", "2", arch=arch), ROOT))
         for _ in range(args.warm_runs if wanted("xdist-boots") else 0):
             per_suite = ("--kunit-isolate=suite",)
-            record("xdist-boots", "-n 0", timed(pytest_kunit(cache, ALL_TESTS, *per_suite, "-n", "0"), ROOT))
-            record("xdist-boots", "-n 2", timed(pytest_kunit(cache, ALL_TESTS, *per_suite, "-n", "2"), ROOT))
+            record("xdist-boots", "-n 0", timed(pytest_kunit(cache, ALL_TESTS, *per_suite, "-n", "0", arch=arch), ROOT))
+            record("xdist-boots", "-n 2", timed(pytest_kunit(cache, ALL_TESTS, *per_suite, "-n", "2", arch=arch), ROOT))
 
     return report(figures, args.json)
 

@@ -13,7 +13,8 @@ class MakeSettings:
     source_arch: str  # the directory under arch/ (SRCARCH), where the arch's tiny.config and defconfigs live
     target: str
     image: str  # relative to the build directory
-    cross_compile: str = ""  # CROSS_COMPILE= prefix; empty for a native build
+    cross_compile: str = ""  # CROSS_COMPILE= prefix, also of the binutils that decode crash reports; "" if native
+    compiler_package: str = ""  # the Debian package of a cross compiler, named when it is missing
     elf: bool = False  # the image is an ELF file (vmlinux), checked as one before it is booted
 
 
@@ -91,5 +92,30 @@ ARCHES: dict[str, Arch] = {
         # 1 GiB of guest memory (a sparse file in $TMPDIR) and the console on the first terminal channel, which
         # defaults to stdin and stdout (CON_ZERO_CHAN "fd:0,fd:1").
         uml=UmlSettings(kernel_args=("mem=1G", "console=tty")),
+    ),
+    "arm64": Arch(
+        name="arm64",
+        # The uncompressed Image: QEMU boots it directly (as the boot protocol's firmware), with no decompression.
+        make=MakeSettings(
+            arch="arm64",
+            source_arch="arm64",
+            target="Image",
+            image="arch/arm64/boot/Image",
+            cross_compile="aarch64-linux-gnu-",
+            compiler_package="gcc-aarch64-linux-gnu",
+        ),
+        kconfig=(
+            "CONFIG_SERIAL_AMBA_PL011=y",
+            "CONFIG_SERIAL_AMBA_PL011_CONSOLE=y",
+            # A fixed kernel base: crash report addresses then match the vmlinux they are decoded against (QEMU's
+            # device tree hands the guest a KASLR seed).
+            "# CONFIG_RANDOMIZE_BASE is not set",
+        ),
+        qemu=QemuSettings(
+            binary="qemu-system-aarch64",
+            package="qemu-system-arm",
+            args=("-machine", "virt", "-cpu", "cortex-a57", "-m", "1024", "-serial", "stdio"),
+            kernel_args=("console=ttyAMA0",),
+        ),
     ),
 }

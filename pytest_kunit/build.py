@@ -73,13 +73,19 @@ def _make_vars(arch: Arch) -> list[str]:
     return variables
 
 
-def _check_tools() -> None:
+def _check_tools(arch: Arch) -> None:
     missing = [tool for tool in BUILD_TOOLS if shutil.which(tool) is None]
     if missing:
         raise BuildError(
             f"Kernel build tools are missing: {', '.join(missing)}.",
             "install them: apt-get install build-essential flex bison bc libelf-dev libssl-dev cpio "
             "(the README's set-up command does this).",
+        )
+    compiler = f"{arch.make.cross_compile}gcc"
+    if arch.make.cross_compile and shutil.which(compiler) is None:
+        raise BuildError(
+            f"The {arch.name} cross compiler is not installed: {compiler!r} is not on PATH.",
+            f"install it: apt-get install {arch.make.compiler_package} (or scripts/setup.sh --arch {arch.name}).",
         )
 
 
@@ -161,7 +167,7 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
         if not up_to_date:
             # File times come from a coarse clock that may lag this one: take a second's margin.
             build_started_ns = time.time_ns() - 1_000_000_000
-            _check_tools()
+            _check_tools(request.arch)
             stamp_file.unlink(missing_ok=True)
             log.write_text(f"# pytest-kunit build of {request.tree.path} into {build_dir}\n")
             progress("configuring kernel")

@@ -1,9 +1,11 @@
 """Turning a kernel crash report's frames into names and file:line: raw addresses resolved against the image's own
-symbol table (a kernel without KALLSYMS prints only addresses), then the tree's scripts/decode_stacktrace.sh."""
+symbol table (a kernel without KALLSYMS prints only addresses), then the tree's scripts/decode_stacktrace.sh, both
+with the binutils of the image's architecture (a cross build's CROSS_COMPILE prefix)."""
 
 from __future__ import annotations
 
 import bisect
+import os
 import re
 import subprocess
 from functools import cache
@@ -28,7 +30,8 @@ def _symbols(image: Path, mtime_ns: int, nm: str) -> tuple[list[int], list[tuple
     entries: list[tuple[str, int]] = []
     for line in result.stdout.splitlines():
         match = _TEXT_SYMBOL.match(line)
-        if match:
+        # arm64's `$x`/`$d` mapping symbols mark where code and data start: they name no function.
+        if match and not match[3].startswith("$"):
             addresses.append(int(match[1], 16))
             entries.append((match[3], int(match[2], 16) if match[2] else 0))
     return addresses, entries
@@ -56,11 +59,11 @@ def symbolize(lines: tuple[str, ...], image: Path, nm: str = "nm") -> tuple[str,
     return tuple(_RAW_ADDRESS.sub(name, line) for line in lines)
 
 
-def decode_stacktrace(lines: tuple[str, ...], build_dir: Path, tree: Path) -> tuple[str, ...]:
+def decode_stacktrace(lines: tuple[str, ...], build_dir: Path, tree: Path, cross_compile: str = "") -> tuple[str, ...]:
     """The crash report with names for raw addresses and `file:line` after each frame the build's vmlinux can
-    tell (where it has debug info); unchanged where it cannot."""
+    tell (where it has debug info); unchanged where it cannot. `cross_compile` prefixes nm and addr2line."""
     vmlinux = build_dir / "vmlinux"
-    lines = symbolize(lines, vmlinux)
+    lines = symbolize(lines, vmlinux, f"{cross_compile}nm")
     script = tree / "scripts" / "decode_stacktrace.sh"
     if not lines or not vmlinux.is_file() or not script.is_file():
         return lines
@@ -71,6 +74,7 @@ def decode_stacktrace(lines: tuple[str, ...], build_dir: Path, tree: Path) -> tu
             capture_output=True,
             text=True,
             timeout=120,
+            env={**os.environ, "CROSS_COMPILE": cross_compile},
         )
     except (OSError, subprocess.TimeoutExpired):
         return lines

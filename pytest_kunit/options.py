@@ -90,7 +90,10 @@ OPTIONS = (
         "bool",
     ),
     Option("kunit_qemu", "the QEMU binary to run; default qemu-system-<arch> from PATH"),
-    Option("kunit_arch", "guest architecture; default x86_64"),
+    Option(
+        "kunit_arch",
+        "guest architecture: x86_64 (the default), arm64 (cross-built, QEMU's virt machine) or um (User Mode Linux)",
+    ),
 )
 
 

@@ -16,7 +16,7 @@ CaseId = tuple[str, str]  # (suite, case)
 Durations = dict[str, dict[str, float]]  # kernel key -> suite -> seconds
 # A suite never timed before is assumed to take this long per case (TCG runs a typical case in tens of ms).
 ESTIMATED_CASE_SECONDS = 0.05
-# x86 keeps 2048 bytes of command line; leave room for the arguments the runner always passes.
+# x86 and arm64 keep 2048 bytes of command line; leave room for the arguments the runner always passes.
 MAX_FILTER_LENGTH = 1600
 FRAGMENT_SUFFIX = "kunitconfig"  # `*.kunitconfig` and in-tree `.kunitconfig` files alike
 

@@ -329,7 +329,7 @@ class Runner:
         return decision
 
     def _crash_report(self, kernel: Kernel, lines: list[str]) -> tuple[str, ...]:
-        return decode_stacktrace(tuple(lines), kernel.build.build_dir, kernel.tree)
+        return decode_stacktrace(tuple(lines), kernel.build.build_dir, kernel.tree, kernel.arch.make.cross_compile)
 
     def _save_console(self, kernel: Kernel, record: BootRecord) -> Path:
         self._boot_number += 1

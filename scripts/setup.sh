@@ -1,20 +1,62 @@
 #!/usr/bin/env bash
-# The set-up pytest-kunit needs on Debian 12: QEMU, the packaged kernel source, the kernel build tools, and this
-# package (editable). With --test, also what the plugin's own tests need: the 6.12 source for the real tier and the
-# test tools (hypothesis, mypy, ruff). Safe to run again: it installs only what is missing.
-# Usage: scripts/setup.sh [--test]
+# The set-up pytest-kunit needs on Debian 12: QEMU and the compiler of each chosen guest architecture, the packaged
+# kernel source, the kernel build tools, and this package (editable). With --test, also what the plugin's own tests
+# need: the 6.12 source and both architectures for the real tier, and the test tools (hypothesis, mypy, ruff).
+# Safe to run again: it installs only what is missing.
+# Usage: scripts/setup.sh [--test] [--arch NAME]...   (NAME as --kunit-arch takes it; default x86_64)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(qemu-system-x86 linux-source-6.1 build-essential flex bison bc libelf-dev libssl-dev cpio rsync kmod git)
-target=.
-if [ "${1:-}" = --test ]; then
-    packages+=(linux-source-6.12)
-    target='.[test]'
-elif [ $# -gt 0 ]; then
-    echo "usage: scripts/setup.sh [--test]" >&2
+usage() {
+    echo "usage: scripts/setup.sh [--test] [--arch NAME]... (NAME: $(arch_packages --names))" >&2
     exit 2
-fi
+}
+
+# The Debian packages of one architecture's guests, from its record in pytest_kunit/arch.py (which imports nothing
+# that needs installing): its QEMU (none for UML, a host program) and, for a cross build, its compiler.
+arch_packages() {
+    python3 - "$@" <<'PY'
+import sys
+sys.path.insert(0, ".")
+from pytest_kunit.arch import ARCHES
+if sys.argv[1] == "--names":
+    print(", ".join(sorted(ARCHES)))
+elif sys.argv[1] in ARCHES:
+    arch = ARCHES[sys.argv[1]]
+    print(arch.qemu.package if arch.qemu else "", arch.make.compiler_package)
+else:
+    sys.exit(1)
+PY
+}
+
+packages=(linux-source-6.1 build-essential flex bison bc libelf-dev libssl-dev cpio rsync kmod git)
+arches=()
+target=.
+while (($#)); do
+    case "$1" in
+    --test)
+        packages+=(linux-source-6.12)
+        arches+=(x86_64 arm64)
+        target='.[test]'
+        ;;
+    --arch)
+        (($# > 1)) || usage
+        arches+=("$2")
+        shift
+        ;;
+    *) usage ;;
+    esac
+    shift
+done
+((${#arches[@]})) || arches=(x86_64)
+for arch in "${arches[@]}"; do
+    found=$(arch_packages "$arch") || {
+        echo "setup: unknown architecture '$arch'" >&2
+        usage
+    }
+    read -ra words <<<"$found"
+    packages+=("${words[@]}")
+done
 
 missing=()
 for package in "${packages[@]}"; do

@@ -71,3 +71,30 @@ def test_a_failure_shows_the_oops_once_decoded() -> None:
     assert text.count("BUG: kernel NULL pointer dereference") == 1
     assert "about to dereference NULL" in text and "faults_null_deref+0x2a" in text
     assert "0xffffffff810bbaea" not in text
+
+
+ARM64_NM_OUTPUT = """\
+ffff800008010000 T _text
+ffff8000083c1a00 0000000000000014 T faults_null_dereference
+ffff8000083c1a00 t $x
+ffff8000083c1a10 d $d
+ffff8000083c1a14 0000000000000010 T faults_pass_after_null_dereference
+ffff8000083c1a24 t $x
+"""
+
+
+def test_arm64_mapping_symbols_name_no_function(tmp_path: Path) -> None:
+    # aarch64's nm lists `$x` (code starts) and `$d` (data starts) at the same addresses as functions: a frame
+    # named after one would read `$x+0x8`.
+    script = tmp_path / "aarch64-linux-gnu-nm"
+    script.write_text(f"#!/bin/sh\ncat <<'OUT'\n{ARM64_NM_OUTPUT}OUT\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    image = tmp_path / "vmlinux"
+    image.write_bytes(b"\x7fELF")
+    report = ("pc : 0xffff8000083c1a08", "lr : 0xffff8000083c1a18", "Call trace:", " 0xffff8000083c1a08")
+    assert symbolize(report, image, str(script)) == (
+        "pc : faults_null_dereference+0x8/0x14",
+        "lr : faults_pass_after_null_dereference+0x4/0x10",
+        "Call trace:",
+        " faults_null_dereference+0x8/0x14",
+    )

@@ -216,7 +216,7 @@ def test_cli_beats_ini_even_when_the_ini_value_is_bad(pytester: pytest.Pytester)
     assert settings.patch_dirs == (patches.resolve(),)
     assert settings.kernel_src == source.resolve()
     # And the same run without the command-line values is refused on the first bad ini key resolved.
-    refused = r"^ini key 'kunit_arch' in .*tox\.ini: 'vax' is not one of: um, x86_64$"
+    refused = r"^ini key 'kunit_arch' in .*tox\.ini: 'vax' is not one of: arm64, um, x86_64$"
     with pytest.raises(pytest.UsageError, match=refused):
         resolved(pytester)
 
@@ -227,7 +227,7 @@ def test_good_ini_values_are_used(pytester: pytest.Pytester) -> None:
     pytester.makeini(
         "[pytest]\nkunit = true\nkunit_raw = yes\nkunit_jobs = 5\nkunit_timeout = 30\nkunit_accel = auto\n"
         "kunit_boot_timeout = 900\nkunit_isolate = case\nkunit_qemu = /opt/qemu/bin/qemu-system-x86_64\n"
-        "kunit_cache_dir = cache-here\nkunit_reboot_after_crash = true\n"
+        "kunit_cache_dir = cache-here\nkunit_reboot_after_crash = true\nkunit_arch = arm64\n"
         "kunit_patches =\n    series-b\n    series-a\n"
     )
     settings = options.resolve(pytester.parseconfig("-p", "no:cacheprovider"))
@@ -237,6 +237,7 @@ def test_good_ini_values_are_used(pytester: pytest.Pytester) -> None:
     assert (settings.jobs, settings.timeout, settings.accel, settings.isolate) == (5, 30, Accel.AUTO, Isolate.CASE)
     assert settings.qemu == "/opt/qemu/bin/qemu-system-x86_64"
     assert settings.boot_timeout == 900.0
+    assert settings.arch == "arm64"
     assert settings.cache_dir.name == "cache-here"
     # Ini patch directories are relative to the rootdir, in the order written.
     assert settings.patch_dirs == ((pytester.path / "series-b").resolve(), (pytester.path / "series-a").resolve())

@@ -1,5 +1,6 @@
 """Fake `make` targets: the configuration targets (olddefconfig adds defaults and drops what Kconfig cannot satisfy)
-and vmlinux (the guest spec, wrapped in a minimal ELF file). Each target is logged to <O>/make-runs."""
+and vmlinux (the guest spec, wrapped in a minimal ELF file) or arm64's Image (the same file, where arm64 leaves it).
+Each target is logged to <O>/make-runs."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 TREE = Path(__file__).resolve().parent
+IMAGES = {"vmlinux": "vmlinux", "Image": "arch/arm64/boot/Image"}  # make target -> the image it leaves
 
 
 def kconfig_lines(path: Path) -> Iterator[str]:
@@ -82,7 +84,7 @@ def main(target: str, build_dir: str) -> int:
     dotconfig = out / ".config"
     if target in ("olddefconfig", "syncconfig"):
         olddefconfig(dotconfig)
-    elif target == "vmlinux":
+    elif target in IMAGES:
         print("  CC      lib/kunit/test.o", flush=True)
         if "CONFIG_FAKE_BUILD_ERROR=y" in dotconfig.read_text():
             print("lib/kunit/test.c:42:7: error: 'boom' undeclared (first use in this function)")
@@ -92,7 +94,8 @@ def main(target: str, build_dir: str) -> int:
             (out / "hanging").touch()  # said all it will say: from here on only a signal ends it
             time.sleep(3600)
         print("  LD      vmlinux", flush=True)
-        image = out / "vmlinux"
+        image = out / IMAGES[target]
+        image.parent.mkdir(parents=True, exist_ok=True)
         spec = json.loads((TREE / "guest.json").read_text())
         # Out-of-tree suites placed by the runner: "compiled" in when their symbol is enabled.
         for fake_suite in sorted(TREE.glob("pytest-kunit/*/fake-suite.json")):

@@ -1,0 +1,75 @@
+"""The architecture records: what each guest's QEMU command and kernel command line hold, and nothing of another
+architecture's; the packages a missing tool is named by."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_kunit.arch import ARCHES, Arch
+from pytest_kunit.errors import BootError
+from pytest_kunit.launch import QemuLauncher
+from pytest_kunit.qemu import BootRequest, command_line, kernel_command_line
+
+ARM64 = ARCHES["arm64"]
+
+
+def request(arch: Arch, accel: str, qemu: str | None = sys.executable) -> BootRequest:
+    # Any program on PATH stands for QEMU: the command is only built, never run.
+    return BootRequest(
+        image=Path("/cache/build/key") / arch.make.image,
+        arch=arch,
+        kernel_args=tuple(kernel_command_line(arch, ["kunit.timeout=10"])),
+        accel=accel,
+        silence_timeout=12.5,
+        qemu=qemu,
+    )
+
+
+@pytest.mark.parametrize("accel", ["tcg", "kvm"])
+def test_arm64_boots_its_image_on_the_virt_machine(accel: str) -> None:
+    words = command_line(request(ARM64, accel))
+    assert words[words.index("-machine") + 1] == "virt"
+    assert words[words.index("-cpu") + 1] == "cortex-a57"
+    assert words[words.index("-accel") + 1] == accel
+    assert words[words.index("-kernel") + 1] == "/cache/build/key/arch/arm64/boot/Image"
+    assert words[words.index("-serial") + 1] == "stdio"
+    assert words[-1].split() == ["console=ttyAMA0", "kunit_shutdown=reboot", "panic=-1", "kunit.timeout=10"]
+
+
+@pytest.mark.parametrize("accel", ["tcg", "kvm"])
+def test_no_x86_64_argument_reaches_an_arm64_guest(accel: str) -> None:
+    words = command_line(request(ARM64, accel))
+    x86 = ARCHES["x86_64"].qemu
+    assert x86 is not None
+    assert not {*x86.tcg_args, *x86.kernel_args} & {*words, *words[-1].split()}
+
+
+def test_arm64_is_built_with_the_cross_compiler_into_an_uncompressed_image() -> None:
+    make = ARM64.make
+    assert (make.arch, make.source_arch, make.target) == ("arm64", "arm64", "Image")
+    assert make.cross_compile == "aarch64-linux-gnu-" and make.compiler_package == "gcc-aarch64-linux-gnu"
+    assert not make.elf  # an Image is no ELF file: only its recorded size and digest are checked
+    assert "CONFIG_SERIAL_AMBA_PL011_CONSOLE=y" in ARM64.kconfig
+    assert "# CONFIG_RANDOMIZE_BASE is not set" in ARM64.kconfig
+
+
+QEMU_GUESTS = {"x86_64": "qemu-system-x86", "arm64": "qemu-system-arm"}
+
+
+@pytest.mark.parametrize(("name", "package"), sorted(QEMU_GUESTS.items()))
+def test_missing_qemu_names_the_package(name: str, package: str) -> None:
+    settings = ARCHES[name].qemu
+    assert settings is not None
+    with pytest.raises(BootError) as raised:
+        QemuLauncher(settings).binary("pytest-kunit-no-such-qemu")
+    assert f"apt-get install {package}" in raised.value.render()
+
+
+@pytest.mark.parametrize("name", sorted(ARCHES))
+def test_every_record_names_itself_and_its_console(name: str) -> None:
+    arch = ARCHES[name]
+    assert arch.name == name
+    assert any(arg.startswith("console=") for arg in kernel_command_line(arch, []))
