@@ -18,6 +18,7 @@ Usage: bench/bench.py [--cold-runs N] [--cold-all-tests-runs N] [--warm-runs N] 
 (--cache ~/.cache/pytest-kunit --tree <its src/ tree> --only warm,warm-readme: warm figures without extracting the
 tarball; kunit.py still builds once into a directory of its own unless --kunit-build names one it built before.)
 --arch arm64: both tools build and boot arm64 guests (kunit.py with --cross_compile, the record's compiler prefix).
+--arch um: User Mode Linux, kunit.py's default target (its --arch=um is what it runs with no --arch at all).
 """
 
 from __future__ import annotations

@@ -54,6 +54,10 @@ class FakeKernel:
             *extra,
         ]
 
+    def uml_options(self, *extra: str) -> list[str]:
+        """The options for a User Mode Linux run: the fake tree's `linux` is the guest, so no QEMU is named."""
+        return [option for option in self.options("--kunit-arch=um", *extra) if not option.startswith("--kunit-qemu")]
+
     def boots(self) -> list[dict[str, Any]]:
         if not self.qemu_log.exists():
             return []
@@ -71,6 +75,7 @@ class FakeKernel:
 def fake_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKernel]:
     tree = tmp_path / "fake-tree"
     shutil.copytree(FAKE / "tree", tree)
+    shutil.copy(FAKE / "qemu", tmp_path / "qemu")  # beside the tree, where its ARCH=um `linux` runs it from
     log = tmp_path / "qemu.log"
     monkeypatch.setenv("FAKE_QEMU_LOG", str(log))
     yield FakeKernel(tree, tmp_path / "cache", log)

@@ -1,6 +1,7 @@
 """Fake `make` targets: the configuration targets (olddefconfig adds defaults and drops what Kconfig cannot satisfy)
-and vmlinux (the guest spec, wrapped in a minimal ELF file) or arm64's Image (the same file, where arm64 leaves it).
-Each target is logged to <O>/make-runs."""
+and vmlinux (the guest spec, wrapped in a minimal ELF file) or arm64's Image (the same file, where arm64 leaves it);
+for ARCH=um, linux: vmlinux, and beside it a program that runs it as a User Mode Linux kernel would run
+(tests/fake/qemu --uml). Each target is logged to <O>/make-runs."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 TREE = Path(__file__).resolve().parent
-IMAGES = {"vmlinux": "vmlinux", "Image": "arch/arm64/boot/Image"}  # make target -> the image it leaves
+# make target -> the file holding the guest spec (UML's `linux` is a program beside it: see main)
+IMAGES = {"vmlinux": "vmlinux", "Image": "arch/arm64/boot/Image", "linux": "vmlinux"}
 
 
 def kconfig_lines(path: Path) -> Iterator[str]:
@@ -105,6 +107,10 @@ def main(target: str, build_dir: str) -> int:
         image.write_bytes(elf_image(json.dumps(spec).encode()))
         (out / "lib/kunit").mkdir(parents=True, exist_ok=True)
         (out / "lib/kunit/.kunit-example-test.o.cmd").write_text("cmd\n")
+        if target == "linux":
+            uml = out / "linux"
+            uml.write_text(f'#!/bin/sh\nexec python3 "{TREE.parent / "qemu"}" --uml "$0" "$@"\n')
+            uml.chmod(0o755)
     return 0
 
 

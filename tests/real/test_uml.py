@@ -1,0 +1,48 @@
+"""The real tier on User Mode Linux (--kunit-arch um): the packaged 6.1 tree with kernel-patches/ built as ARCH=um and
+run as a host program. Two cold UML builds: the framework fragment, and the fault suite (an out-of-tree suite)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from .test_real_kernel import FAULT_OUTCOMES, FAULTS, FRAMEWORK, FRAMEWORK_CASES, FRAMEWORK_SKIPS, report, run
+
+pytestmark = pytest.mark.real
+
+UML = "--kunit-arch=um"
+
+
+def test_framework_suites_pass_on_uml(tmp_path: Path) -> None:
+    process, outcomes = run(tmp_path, UML, FRAMEWORK)
+    assert process.returncode == 0, report(process)
+    assert set(outcomes) >= FRAMEWORK_CASES, report(process)
+    assert {name for name, outcome in outcomes.items() if outcome == "skipped"} == FRAMEWORK_SKIPS, report(process)
+    assert "arch um" in process.stdout
+    # The guest is the build's own `linux`, run directly: no QEMU anywhere in the run.
+    assert "qemu" not in process.stdout.lower(), report(process)
+
+
+def test_fault_suite_gives_the_verdicts_it_gives_under_qemu(tmp_path: Path) -> None:
+    process, outcomes = run(tmp_path, UML, FAULTS, "--kunit-timeout=10", "-rA")
+    assert outcomes == FAULT_OUTCOMES, report(process)
+    text = process.stdout
+    for expected in (
+        "faults.faults_fail FAILED at pytest-kunit/faults/faults-test.c:",
+        # UML panics on a kernel-mode fault and on BUG() (it has no oops that kills only the thread): the guest
+        # dies in the case, which is that case's crash; the cases after it run in a fresh guest.
+        "faults.faults_null_dereference CRASHED",
+        "Kernel mode fault at addr 0x0",
+        "faults.faults_bug CRASHED",
+        "pytest-kunit/faults/faults-test.c:",
+        "faults.faults_hang_forever TIMED OUT",
+        "faults.faults_panic CRASHED",
+        "Kernel panic - not syncing: pytest-kunit fault suite: deliberate panic",
+    ):
+        assert expected in text, report(process)
+    # A panicking UML aborts itself (SIGABRT): the kernel's own death, never taken for a signal from outside.
+    assert "from outside" not in text, report(process)
+    # The crash report's frames are decoded against the UML binary's vmlinux.
+    assert re.search(r"faults_null_dereference\+0x[0-9a-f]+/0x[0-9a-f]+", text), report(process)
