@@ -17,6 +17,11 @@ class MakeSettings:
     compiler_package: str = ""  # the Debian package of a cross compiler, named when it is missing
     elf: bool = False  # the image is an ELF file (vmlinux), checked as one before it is booted
 
+    @property
+    def compiler(self) -> str:
+        """The C compiler Kbuild runs for the kernel itself: $(CROSS_COMPILE)gcc."""
+        return f"{self.cross_compile}gcc"
+
 
 @dataclass(frozen=True)
 class QemuSettings:

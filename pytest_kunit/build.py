@@ -19,8 +19,10 @@ from .errors import BuildError
 from .image import ImageCheck, ImageRecord, check_image
 from .kconfig import Fragment, check_fragment, parse_fragment
 from .locking import cache_lock
+from .options import Wrapper
 from .processes import group
 from .tree import PreparedTree, unchanged_since
+from .wrapper import CompilerWrapping, ccache_counts, hit_note, prepare
 
 STAMP = ".pytest-kunit-stamp"
 SOURCES = ".pytest-kunit-sources"  # when the last build of a directory tree started (ns): newer files mean make
@@ -41,6 +43,7 @@ class BuildRequest:
     cache_dir: Path
     extra_key: str = ""  # anything else that feeds the build (out-of-tree suite sources)
     session: str = ""  # the pytest run: xdist workers of one run share it, so they build once between them
+    wrapper: Wrapper = Wrapper.NONE  # not part of the build key: a wrapper only changes how objects are made
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class BuildResult:
     ran_make: bool
     seconds: float
     log: Path
+    note: str = ""  # what the compiler wrapper did (ccache's hits), for the "built" line
 
 
 def full_fragment(request: BuildRequest) -> Fragment:
@@ -81,7 +85,7 @@ def _check_tools(arch: Arch) -> None:
             "install them: apt-get install build-essential flex bison bc libelf-dev libssl-dev cpio "
             "(the README's set-up command does this).",
         )
-    compiler = f"{arch.make.cross_compile}gcc"
+    compiler = arch.make.compiler
     if arch.make.cross_compile and shutil.which(compiler) is None:
         raise BuildError(
             f"The {arch.name} cross compiler is not installed: {compiler!r} is not on PATH.",
@@ -89,7 +93,9 @@ def _check_tools(arch: Arch) -> None:
         )
 
 
-def _configure(request: BuildRequest, build_dir: Path, fragment: Fragment, log: Path) -> None:
+def _configure(
+    request: BuildRequest, build_dir: Path, fragment: Fragment, log: Path, wrapping: CompilerWrapping
+) -> None:
     """kunit.py's configuration: the fragment (with the architecture's needs) as `.config`, completed by Kconfig's
     defaults. `syncconfig` does what kunit.py's `olddefconfig` does and also writes the include/config files that
     `make` would otherwise regenerate in a second Kconfig pass."""
@@ -98,7 +104,8 @@ def _configure(request: BuildRequest, build_dir: Path, fragment: Fragment, log: 
     previous_mtime = dotconfig.stat().st_mtime_ns if dotconfig.exists() else None
     dotconfig.write_text(fragment.text())
     command = _make(request, build_dir, f"-j{request.jobs}", "syncconfig")
-    with log.open("a") as stream, group(command, stdout=stream, stderr=subprocess.STDOUT) as process:
+    env = os.environ | wrapping.env
+    with log.open("a") as stream, group(command, stdout=stream, stderr=subprocess.STDOUT, env=env) as process:
         returncode = process.wait()
     if returncode != 0:
         raise BuildError(
@@ -114,12 +121,15 @@ def _configure(request: BuildRequest, build_dir: Path, fragment: Fragment, log: 
     check_fragment(fragment, current, request.tree.path, request.arch.make.source_arch)
 
 
-def _run_make(request: BuildRequest, build_dir: Path, log: Path, progress: ProgressCallback) -> None:
+def _run_make(
+    request: BuildRequest, build_dir: Path, log: Path, progress: ProgressCallback, wrapping: CompilerWrapping
+) -> None:
     steps_file = build_dir / STEPS
     expected = int(steps_file.read_text()) if steps_file.exists() else 0
     command = _make(request, build_dir, f"-j{request.jobs}", request.arch.make.target)
     steps = 0
     output = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True, "errors": "replace"}
+    output["env"] = os.environ | wrapping.env
     with log.open("a") as stream, group(command, **output) as process:
         assert process.stdout is not None
         for line in process.stdout:
@@ -164,15 +174,21 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
         up_to_date = same_inputs and (
             request.tree.fixed or recorded[1:2] == [request.session] or _unchanged(request.tree.path, sources)
         )
+        note = ""
         if not up_to_date:
             # File times come from a coarse clock that may lag this one: take a second's margin.
             build_started_ns = time.time_ns() - 1_000_000_000
             _check_tools(request.arch)
+            wrapping = prepare(request.wrapper, request.arch.make, build_dir, request.tree.path)
             stamp_file.unlink(missing_ok=True)
-            log.write_text(f"# pytest-kunit build of {request.tree.path} into {build_dir}\n")
+            log.write_text(
+                f"# pytest-kunit build of {request.tree.path} into {build_dir}\n# compiler: {wrapping.describe}\n"
+            )
             progress("configuring kernel")
-            _configure(request, build_dir, fragment, log)
-            _run_make(request, build_dir, log, progress)
+            _configure(request, build_dir, fragment, log, wrapping)
+            before = ccache_counts(wrapping)
+            _run_make(request, build_dir, log, progress, wrapping)
+            note = hit_note(before, ccache_counts(wrapping))
             if not image.exists():
                 raise BuildError(f"make succeeded but {image} is missing.", f"read the build log {log}.")
             checked = check_image(image, request.arch.make.elf, None, previous=record)
@@ -187,7 +203,7 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
         if not up_to_date and not request.tree.fixed:
             write_atomically(sources, str(build_started_ns))
         seconds = time.monotonic() - started
-        return BuildResult(image, checked.record.digest, build_dir, not up_to_date, seconds, log)
+        return BuildResult(image, checked.record.digest, build_dir, not up_to_date, seconds, log, note)
 
 
 def _unchanged(tree: Path, sources: Path) -> bool:

@@ -28,6 +28,14 @@ class Accel(enum.Enum):
     KVM = "kvm"
 
 
+class Wrapper(enum.Enum):
+    AUTO = "auto"
+    NONE = "none"
+    CCACHE = "ccache"
+    DISTCC = "distcc"
+    SCCACHE = "sccache"
+
+
 class Isolate(enum.Enum):
     NONE = "none"
     SUITE = "suite"
@@ -91,6 +99,11 @@ OPTIONS = (
     ),
     Option("kunit_qemu", "the QEMU binary to run; default qemu-system-<arch> from PATH"),
     Option(
+        "kunit_wrapper",
+        "compiler wrapper in front of every compiler a kernel build runs: ccache, distcc (over DISTCC_HOSTS), "
+        "sccache, none, or auto (default: ccache when installed, else none); never part of the build key",
+    ),
+    Option(
         "kunit_arch",
         "guest architecture: x86_64 (the default), arm64 (cross-built, QEMU's virt machine) or um (User Mode Linux)",
     ),
@@ -115,6 +128,7 @@ class Settings:
     reboot_after_crash: bool
     qemu: str | None
     arch: str
+    wrapper: Wrapper = Wrapper.AUTO
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -281,4 +295,5 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         reboot_after_crash=bool(_raw(config, "kunit_reboot_after_crash")[0]),
         qemu=_convert(config, "kunit_qemu", None, str, "a program"),
         arch=arch,
+        wrapper=_convert(config, "kunit_wrapper", Wrapper.AUTO, Wrapper, "one of auto, ccache, distcc, sccache, none"),
     )

@@ -147,12 +147,14 @@ class SessionState:
             self.settings.cache_dir,
             extra_key=suite.digest() if suite else "",
             session=self.session,
+            wrapper=self.settings.wrapper,
         )
         result = build(request, progress)
         if result.ran_make:
             self.stats.builds += 1
             self.stats.build_seconds += result.seconds
-            progress.done(f"built {path.name} in {result.seconds:.1f} s (log: {result.log})")
+            note = f"; {result.note}" if result.note else ""
+            progress.done(f"built {path.name} in {result.seconds:.1f} s (log: {result.log}{note})")
         unlisted = Kernel(key, result, self.arch, tree.features, tree.path, cases=())
         listing = self._listing(unlisted)
         self.locations[key] = listing.locations

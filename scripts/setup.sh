@@ -29,13 +29,15 @@ else:
 PY
 }
 
-packages=(linux-source-6.1 build-essential flex bison bc libelf-dev libssl-dev cpio rsync kmod git)
+# ccache: --kunit-wrapper's default (auto) puts it in front of the compiler, so the main job's fragments share compiles.
+packages=(linux-source-6.1 build-essential flex bison bc libelf-dev libssl-dev cpio rsync kmod git ccache)
 arches=()
 target=.
 while (($#)); do
     case "$1" in
     --test)
-        packages+=(linux-source-6.12)
+        # distcc: the real tier compiles through a distccd of its own on localhost.
+        packages+=(linux-source-6.12 distcc)
         arches+=(x86_64 arm64)
         target='.[test]'
         ;;

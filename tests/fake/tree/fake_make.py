@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import struct
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -87,6 +88,8 @@ def main(target: str, build_dir: str) -> int:
     if target in ("olddefconfig", "syncconfig"):
         olddefconfig(dotconfig)
     elif target in IMAGES:
+        # The compiler, by name from make's PATH, as Kbuild runs it (a compiler wrapper's script, if there is one).
+        subprocess.run(["gcc", "--version"], capture_output=True, check=False)
         print("  CC      lib/kunit/test.o", flush=True)
         if "CONFIG_FAKE_BUILD_ERROR=y" in dotconfig.read_text():
             print("lib/kunit/test.c:42:7: error: 'boom' undeclared (first use in this function)")

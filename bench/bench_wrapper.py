@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Time cold builds of the main job (`pytest --kunit testsuites/`) with and without a compiler wrapper.
+
+Each scenario runs the main job from an empty pytest-kunit cache (its own --kunit-cache-dir) and reads each
+fragment's build time, and ccache's hits, from the "built ..." lines pytest-kunit prints:
+
+- plain: --kunit-wrapper none. Each fragment is a cold build of its own: their sum is what the main job cost before,
+  their largest is "one fragment's cold build".
+- ccache-cold: --kunit-wrapper ccache with an empty ccache (CCACHE_DIR wiped): the main job cold on a fresh machine,
+  where a fragment may hit what an earlier fragment compiled.
+- ccache-warm: the same again into another empty pytest-kunit cache, ccache kept: a cold build with a warm ccache
+  (a second checkout, or a pytest-kunit cache wiped with rm -rf).
+
+Every scenario's verdicts (case by case, from JUnit XML) must equal the first scenario's: a wrapper changes how
+objects are made, never what a case does. Each run holds the machine's build lock (--lock) only while it runs.
+Usage: bench/bench_wrapper.py [--workdir DIR] [--scenarios ccache-cold,ccache-warm,plain] [--seed-src DIR]
+                              [--lock /tmp/kbuild.lock] [--json OUT] [-- extra pytest arguments]
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+_BUILT = re.compile(r"built (\S+) in ([\d.]+) s \(log: [^;)]*(?:; ccache: (\d+) of (\d+) compiles hit)?\)")
+SCENARIOS = {"plain": "none", "ccache-cold": "ccache", "ccache-warm": "ccache"}
+
+
+def outcomes(junit: Path) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        outcome = next((tag for tag in ("failure", "error", "skipped") if case.find(tag) is not None), "passed")
+        found[f"{case.get('classname')}::{case.get('name')}"] = outcome
+    return found
+
+
+def run(
+    scenario: str, workdir: Path, ccache_dir: Path, seed: Path | None, lock: Path, extra: list[str]
+) -> dict[str, Any]:
+    cache = workdir / scenario
+    shutil.rmtree(cache, ignore_errors=True)
+    if scenario == "ccache-cold":
+        shutil.rmtree(ccache_dir, ignore_errors=True)
+    if seed is not None:  # the extracted, patched tree, hard-linked: builds never write into it (O= builds)
+        (cache / "src").mkdir(parents=True)
+        for tree in seed.iterdir():
+            subprocess.run(["cp", "-al", str(tree), str(cache / "src" / tree.name)], check=True)
+    junit = workdir / f"{scenario}.xml"
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--kunit", "testsuites/"]
+    command += [f"--kunit-cache-dir={cache}", f"--kunit-wrapper={SCENARIOS[scenario]}", f"--junitxml={junit}", *extra]
+    env = os.environ | {"CCACHE_DIR": str(ccache_dir)}
+    with lock.open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        load = os.getloadavg()[0]
+        started = time.monotonic()
+        result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+        seconds = time.monotonic() - started
+        load_after = os.getloadavg()[0]
+    (workdir / f"{scenario}.out").write_text(result.stdout + result.stderr)
+    builds = {
+        match[1]: {"seconds": float(match[2]), "hits": int(match[3] or 0), "compiles": int(match[4] or 0)}
+        for match in _BUILT.finditer(result.stdout)
+    }
+    return {
+        "seconds": seconds,
+        "load": [load, load_after],
+        "returncode": result.returncode,
+        "builds": builds,
+        "outcomes": outcomes(junit) if junit.exists() else {},
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/bench-wrapper"))
+    parser.add_argument("--scenarios", default="ccache-cold,ccache-warm,plain")
+    parser.add_argument("--seed-src", type=Path, help="a pytest-kunit cache's src/ to hard-link (skips extraction)")
+    parser.add_argument("--ccache-dir", type=Path, help="default: WORKDIR/ccache (never your own ccache)")
+    parser.add_argument("--lock", type=Path, default=Path("/tmp/kbuild.lock"))
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("extra", nargs="*", help="more pytest arguments (after --)")
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    ccache_dir = args.ccache_dir or args.workdir / "ccache"
+    figures: dict[str, dict[str, Any]] = {}
+    for scenario in args.scenarios.split(","):
+        figures[scenario] = run(scenario, args.workdir, ccache_dir, args.seed_src, args.lock, args.extra)
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=1))
+        entry = figures[scenario]
+        total = sum(build["seconds"] for build in entry["builds"].values())
+        print(
+            f"{scenario:12} exit {entry['returncode']}  whole run {entry['seconds']:7.1f} s  builds {total:7.1f} s  "
+            f"load {entry['load'][0]:.1f}->{entry['load'][1]:.1f}"
+        )
+        for name, build in entry["builds"].items():
+            hits = f"  ccache {build['hits']}/{build['compiles']}" if build["compiles"] else ""
+            print(f"    {name:24} {build['seconds']:7.1f} s{hits}")
+    first = next(iter(figures.values()))["outcomes"]
+    for scenario, entry in figures.items():
+        same = entry["outcomes"] == first and bool(first)
+        print(f"verdicts of {scenario}: {'the same' if same else 'DIFFERENT'} ({len(entry['outcomes'])} cases)")
+    if "plain" in figures:
+        plain = [build["seconds"] for build in figures["plain"]["builds"].values()]
+        for scenario in ("ccache-cold", "ccache-warm"):
+            if scenario in figures and plain:
+                total = sum(build["seconds"] for build in figures[scenario]["builds"].values())
+                print(
+                    f"{scenario}: builds / largest plain build {total / max(plain):.2f}, / sum {total / sum(plain):.2f}"
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""Compiler wrappers (ccache, distcc, sccache) in front of every compiler a kernel build runs, tuxmake-style.
+
+The wrapper is put in front by PATH, not by CC=: a directory in the build directory holds one small script per
+compiler name the build calls (`gcc` for host tools, `<CROSS_COMPILE>gcc` for the kernel), each running the wrapper
+on the real compiler. Kbuild's command lines (and so its .cmd files) stay the same with or without a wrapper, so
+changing the wrapper never rebuilds anything, as the build key ignores it too.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .arch import MakeSettings
+from .errors import BuildError
+from .options import Wrapper
+
+WRAPPER_DIR = ".pytest-kunit-wrapper"
+# Fixed, so that the few objects that embed them (init/version.o, the initramfs) hit the cache too; any date that
+# `date -d` reads will do (usr/gen_initramfs.sh passes it there). A value the user exports wins.
+BUILD_IDENTITY = {
+    "KBUILD_BUILD_TIMESTAMP": "Thu Jan  1 00:00:00 UTC 1970",
+    "KBUILD_BUILD_USER": "pytest-kunit",
+    "KBUILD_BUILD_HOST": "pytest-kunit",
+}
+
+
+@dataclass(frozen=True)
+class WrapperTool:
+    """What one wrapper needs to be found and to hit."""
+
+    program: str
+    install: str  # what to do when `program` is missing
+    # The wrapper rewrites absolute paths under this variable's directory relative to the build directory (ccache's
+    # base_dir), so two build directories at the same depth below it share hits.
+    base_dir_env: str = ""
+    hosts_env: str = ""  # where the wrapper reads the hosts it spreads compiles over
+    hosts_files: tuple[str, ...] = ()  # ... or these files, when that variable is unset (~ expanded)
+
+
+TOOLS = {
+    Wrapper.CCACHE: WrapperTool("ccache", "install it: apt-get install ccache.", base_dir_env="CCACHE_BASEDIR"),
+    Wrapper.DISTCC: WrapperTool(
+        "distcc",
+        "install it: apt-get install distcc (and run distccd on the hosts that compile).",
+        hosts_env="DISTCC_HOSTS",
+        hosts_files=("~/.distcc/hosts", "/etc/distcc/hosts"),
+    ),
+    Wrapper.SCCACHE: WrapperTool(
+        "sccache",
+        "install it from https://github.com/mozilla/sccache/releases or with `cargo install sccache` "
+        "(Debian 12 does not package it), or choose --kunit-wrapper ccache.",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class CompilerWrapping:
+    """A wrapper ready for one build: the environment make runs in, and what to say about it."""
+
+    wrapper: Wrapper
+    env: dict[str, str] = field(default_factory=dict)  # what to add to make's environment
+    describe: str = ""
+
+
+def chosen(wrapper: Wrapper) -> Wrapper:
+    """`auto` is ccache when it is installed, else none."""
+    if wrapper is Wrapper.AUTO:
+        return Wrapper.CCACHE if shutil.which("ccache") else Wrapper.NONE
+    return wrapper
+
+
+def _hosts_named(tool: WrapperTool) -> bool:
+    if not tool.hosts_env:
+        return True
+    if os.environ.get(tool.hosts_env, "").strip():
+        return True
+    for name in tool.hosts_files:
+        try:
+            lines = Path(name).expanduser().read_text().splitlines()
+        except OSError:
+            continue
+        if any(line.strip() and not line.lstrip().startswith("#") for line in lines):
+            return True
+    return False
+
+
+def _program(wrapper: Wrapper, tool: WrapperTool) -> str:
+    program = shutil.which(tool.program)
+    if program is None:
+        raise BuildError(
+            f"--kunit-wrapper {wrapper.value}: {tool.program} is not installed (not found on PATH).",
+            f"{tool.install} Or run with --kunit-wrapper none.",
+        )
+    if not _hosts_named(tool):
+        files = " or ".join(tool.hosts_files)
+        raise BuildError(
+            f"--kunit-wrapper {wrapper.value}: no hosts to compile on ({tool.hosts_env} is unset and there is no "
+            f"{files}).",
+            f"name them, e.g. export {tool.hosts_env}='localhost/2 buildbox/8', and raise --kunit-jobs to the "
+            f"slots they offer together (`{tool.program} -j` prints it).",
+        )
+    return program
+
+
+def _script(program: str, compiler: str, path: str, flags: tuple[str, ...]) -> str:
+    # The compiler is run by name from the PATH make was given (distccd accepts only bare names); PATH is restored
+    # first so that name finds the real compiler, not this script.
+    words = " ".join(shlex.quote(word) for word in (program, compiler, *flags))
+    return f'#!/bin/sh\n# pytest-kunit: {program} in front of {compiler}\nPATH={shlex.quote(path)} exec {words} "$@"\n'
+
+
+def _path_flags(build_dir: Path, tree: Path) -> tuple[str, ...]:
+    """ccache's base_dir hands the compiler paths relative to the build directory (../../src/KEY/lib/x.c): map them
+    back to what an unwrapped build records, so __FILE__ (KUnit's and BUG()'s file names) stays `lib/x.c` and the
+    debug info names the tree's files. The build directory's own name is mapped to the tree too, so ccache (which
+    hashes the working directory of a debug-info compile after these maps) shares hits between build
+    directories of one tree; only objects built from generated C files then point into the tree instead."""
+    relative = os.path.relpath(tree, build_dir)
+    return (
+        f"-fmacro-prefix-map={relative}/=",
+        f"-fdebug-prefix-map={relative}/={tree}/",
+        f"-fdebug-prefix-map={build_dir}={tree}",
+    )
+
+
+def prepare(wrapper: Wrapper, make: MakeSettings, build_dir: Path, tree: Path) -> CompilerWrapping:
+    """Write the wrapper scripts into the build directory and return make's environment; raises BuildError when the
+    wrapper is not installed or has nowhere to compile."""
+    wrapper = chosen(wrapper)
+    tool = TOOLS.get(wrapper)
+    if tool is None:
+        return CompilerWrapping(wrapper, describe="no compiler wrapper")
+    program = _program(wrapper, tool)
+    path = os.environ.get("PATH", os.defpath)
+    flags = _path_flags(build_dir.resolve(), tree.resolve()) if tool.base_dir_env else ()
+    scripts = build_dir / WRAPPER_DIR
+    scripts.mkdir(parents=True, exist_ok=True)
+    for compiler in dict.fromkeys(("gcc", make.compiler)):
+        script = scripts / compiler
+        script.write_text(_script(program, compiler, path, flags))
+        script.chmod(0o755)
+    env = {name: os.environ.get(name, value) for name, value in BUILD_IDENTITY.items()}
+    env["PATH"] = f"{scripts}{os.pathsep}{path}"
+    notes = []
+    if tool.base_dir_env:
+        base = os.environ.get(tool.base_dir_env) or os.path.commonpath([build_dir.resolve(), tree.resolve()])
+        env[tool.base_dir_env] = base
+        notes.append(f"{tool.base_dir_env}={base}")
+    if tool.hosts_env and os.environ.get(tool.hosts_env):
+        notes.append(f"{tool.hosts_env}={os.environ[tool.hosts_env]}")
+    where = f" ({', '.join(notes)})" if notes else ""
+    return CompilerWrapping(wrapper, env, f"{program} in front of {make.compiler}{where}")
+
+
+def ccache_counts(wrapping: CompilerWrapping) -> tuple[int, int] | None:
+    """ccache's (hits, misses) so far, or None if the wrapper is not ccache or ccache cannot tell."""
+    if wrapping.wrapper is not Wrapper.CCACHE:
+        return None
+    try:
+        result = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    counters: dict[str, int] = {}
+    for line in result.stdout.splitlines():
+        name, _, value = line.partition("\t")
+        if value.strip().isdigit():
+            counters[name] = int(value)
+    hits = counters.get("direct_cache_hit", 0) + counters.get("preprocessed_cache_hit", 0)
+    misses = counters.get("cache_miss", 0)
+    return (hits, misses) if result.returncode == 0 else None
+
+
+def hit_note(before: tuple[int, int] | None, after: tuple[int, int] | None) -> str:
+    """`ccache: 1480 of 1510 compiles hit`, from the counters before and after a build ("" if unknown)."""
+    if before is None or after is None:
+        return ""
+    hits, misses = after[0] - before[0], after[1] - before[1]
+    return f"ccache: {hits} of {hits + misses} compiles hit"

@@ -1,0 +1,149 @@
+"""Compiler wrappers: which compilers get one, what each script runs, make's environment, and the errors a user
+sees when a wrapper is missing or has nowhere to compile."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pytest_kunit import wrapper
+from pytest_kunit.arch import ARCHES, MakeSettings
+from pytest_kunit.errors import BuildError
+from pytest_kunit.options import Wrapper
+
+X86 = ARCHES["x86_64"].make
+ARM64 = MakeSettings(
+    arch="arm64", source_arch="arm64", target="Image", image="arch/arm64/boot/Image", cross_compile="aarch64-linux-gnu-"
+)
+
+
+def fake_program(bin_dir: Path, name: str, log: Path) -> None:
+    """A stand-in for ccache/distcc that logs its arguments and its environment's build identity."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    program = bin_dir / name
+    program.write_text(f'#!/bin/sh\necho "$0 $* | $KBUILD_BUILD_TIMESTAMP | $PATH" >> {log}\n')
+    program.chmod(0o755)
+
+
+@pytest.fixture
+def only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """PATH holds a directory of fake programs first (then the system's, for sh); distcc's hosts files are the
+    test's own."""
+    hosts = (str(tmp_path / "home" / ".distcc" / "hosts"), str(tmp_path / "etc-distcc-hosts"))
+    monkeypatch.setitem(wrapper.TOOLS, Wrapper.DISTCC, replace(wrapper.TOOLS[Wrapper.DISTCC], hosts_files=hosts))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    for name in ("CCACHE_BASEDIR", "DISTCC_HOSTS", "KBUILD_BUILD_TIMESTAMP"):
+        monkeypatch.delenv(name, raising=False)
+    return bin_dir
+
+
+def test_auto_is_ccache_when_installed(only: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(only))
+    assert wrapper.chosen(Wrapper.AUTO) is Wrapper.NONE
+    fake_program(only, "ccache", tmp_path / "log")
+    assert wrapper.chosen(Wrapper.AUTO) is Wrapper.CCACHE
+    assert wrapper.chosen(Wrapper.NONE) is Wrapper.NONE
+
+
+def test_no_wrapper_leaves_make_alone(only: Path, tmp_path: Path) -> None:
+    wrapping = wrapper.prepare(Wrapper.NONE, X86, tmp_path / "build", tmp_path / "tree")
+    assert wrapping.env == {}
+    assert not (tmp_path / "build" / wrapper.WRAPPER_DIR).exists()
+
+
+def test_ccache_goes_in_front_of_the_compiler_with_what_it_needs_to_hit(only: Path, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    fake_program(only, "ccache", log)
+    cache = tmp_path / "cache"
+    build, tree = cache / "build" / "k1", cache / "src" / "s1"
+    wrapping = wrapper.prepare(Wrapper.CCACHE, X86, build, tree)
+    # Two build directories of one cache share hits: paths are rewritten relative to the build directory.
+    assert wrapping.env["CCACHE_BASEDIR"] == str(cache)
+    assert wrapping.env["KBUILD_BUILD_TIMESTAMP"] == wrapper.BUILD_IDENTITY["KBUILD_BUILD_TIMESTAMP"]
+    assert wrapping.env["KBUILD_BUILD_USER"] == wrapping.env["KBUILD_BUILD_HOST"] == "pytest-kunit"
+    scripts = build / wrapper.WRAPPER_DIR
+    assert wrapping.env["PATH"].split(os.pathsep)[0] == str(scripts)
+    assert sorted(path.name for path in scripts.iterdir()) == ["gcc"]
+    # make finds the script by the compiler's name; the script runs ccache on the real compiler, with the PATH
+    # make was given minus itself, and maps the relative paths ccache hands the compiler back to the tree's.
+    subprocess.run(["gcc", "-c", "x.c"], env=os.environ | wrapping.env, cwd=tmp_path, check=True)
+    line = log.read_text()
+    assert line.startswith(f"{only}/ccache gcc -fmacro-prefix-map=../../src/s1/= ")
+    assert f"-fdebug-prefix-map=../../src/s1/={tree}/ -fdebug-prefix-map={build}={tree} -c x.c |" in line
+    assert "| Thu Jan  1 00:00:00 UTC 1970 |" in line
+    assert str(scripts) not in line.split("|")[2]
+    assert "ccache in front of gcc (CCACHE_BASEDIR=" in wrapping.describe
+
+
+def test_the_cross_compiler_comes_from_the_record(only: Path, tmp_path: Path) -> None:
+    fake_program(only, "ccache", tmp_path / "log")
+    wrapper.prepare(Wrapper.CCACHE, ARM64, tmp_path / "build", tmp_path / "tree")
+    scripts = tmp_path / "build" / wrapper.WRAPPER_DIR
+    # Host tools are built with gcc, the kernel with $(CROSS_COMPILE)gcc: both are wrapped.
+    assert sorted(path.name for path in scripts.iterdir()) == ["aarch64-linux-gnu-gcc", "gcc"]
+    assert "ccache aarch64-linux-gnu-gcc " in (scripts / "aarch64-linux-gnu-gcc").read_text()
+
+
+def test_what_the_user_exports_wins(only: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_program(only, "ccache", tmp_path / "log")
+    monkeypatch.setenv("CCACHE_BASEDIR", "/srv")
+    monkeypatch.setenv("KBUILD_BUILD_TIMESTAMP", "2026-01-01")
+    wrapping = wrapper.prepare(Wrapper.CCACHE, X86, tmp_path / "build", tmp_path / "tree")
+    assert (wrapping.env["CCACHE_BASEDIR"], wrapping.env["KBUILD_BUILD_TIMESTAMP"]) == ("/srv", "2026-01-01")
+
+
+@pytest.mark.parametrize(
+    ("choice", "advice"),
+    [
+        (Wrapper.CCACHE, "apt-get install ccache"),
+        (Wrapper.DISTCC, "apt-get install distcc"),
+        (Wrapper.SCCACHE, "Debian 12 does not package it"),
+    ],
+)
+def test_a_missing_wrapper_names_its_package(
+    only: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, choice: Wrapper, advice: str
+) -> None:
+    monkeypatch.setenv("PATH", str(only))
+    with pytest.raises(BuildError) as error:
+        wrapper.prepare(choice, X86, tmp_path / "build", tmp_path / "tree")
+    text = error.value.render()
+    assert text.startswith(f"--kunit-wrapper {choice.value}: {choice.value} is not installed")
+    assert advice in text
+    assert "--kunit-wrapper none" in text
+
+
+def test_distcc_needs_hosts(only: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "log"
+    fake_program(only, "distcc", log)
+    with pytest.raises(BuildError) as error:
+        wrapper.prepare(Wrapper.DISTCC, X86, tmp_path / "build", tmp_path / "tree")
+    assert "DISTCC_HOSTS is unset" in error.value.render()
+    assert "--kunit-jobs" in error.value.render()
+    monkeypatch.setenv("DISTCC_HOSTS", "127.0.0.1:3633/2")
+    wrapping = wrapper.prepare(Wrapper.DISTCC, X86, tmp_path / "build", tmp_path / "tree")
+    assert "CCACHE_BASEDIR" not in wrapping.env
+    assert "DISTCC_HOSTS=127.0.0.1:3633/2" in wrapping.describe
+    subprocess.run(["gcc", "-c", "x.c"], env=os.environ | wrapping.env, cwd=tmp_path, check=True)
+    # distccd runs only compilers named by a bare name; distcc preprocesses locally, so no path maps are needed.
+    assert log.read_text().startswith(f"{only}/distcc gcc -c x.c |")
+
+
+def test_distcc_hosts_file_counts(only: Path, tmp_path: Path) -> None:
+    fake_program(only, "distcc", tmp_path / "log")
+    hosts = tmp_path / "etc-distcc-hosts"
+    hosts.write_text("# no host yet\n\n")
+    with pytest.raises(BuildError):
+        wrapper.prepare(Wrapper.DISTCC, X86, tmp_path / "build", tmp_path / "tree")
+    hosts.write_text("# the local machine\nlocalhost/2\n")
+    assert wrapper.prepare(Wrapper.DISTCC, X86, tmp_path / "build", tmp_path / "tree").wrapper is Wrapper.DISTCC
+
+
+def test_hit_note() -> None:
+    assert wrapper.hit_note((10, 5), (1490, 25)) == "ccache: 1480 of 1500 compiles hit"
+    assert wrapper.hit_note(None, (1, 1)) == ""
