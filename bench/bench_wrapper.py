@@ -11,8 +11,10 @@ fragment's build time, and ccache's hits, from the "built ..." lines pytest-kuni
 - ccache-warm: the same again into another empty pytest-kunit cache, ccache kept: a cold build with a warm ccache
   (a second checkout, or a pytest-kunit cache wiped with rm -rf).
 
-Every scenario's verdicts (case by case, from JUnit XML) must equal the first scenario's: a wrapper changes how
-objects are made, never what a case does. Each run holds the machine's build lock (--lock) only while it runs.
+A scenario may name what it runs instead of testsuites/ (`plain=testsuites/kunit.kunitconfig`: one fragment).
+Every scenario's verdicts (case by case, from JUnit XML) must equal the first scenario's on the cases both ran: a
+wrapper changes how objects are made, never what a case does. Each run holds the machine's build lock (--lock) only
+while it runs.
 Usage: bench/bench_wrapper.py [--workdir DIR] [--scenarios ccache-cold,ccache-warm,plain] [--seed-src DIR]
                               [--lock /tmp/kbuild.lock] [--json OUT] [-- extra pytest arguments]
 """
@@ -45,9 +47,8 @@ def outcomes(junit: Path) -> dict[str, str]:
     return found
 
 
-def run(
-    scenario: str, workdir: Path, ccache_dir: Path, seed: Path | None, lock: Path, extra: list[str]
-) -> dict[str, Any]:
+def run(spec: str, workdir: Path, ccache_dir: Path, seed: Path | None, lock: Path, extra: list[str]) -> dict[str, Any]:
+    scenario, _, target = spec.partition("=")
     cache = workdir / scenario
     shutil.rmtree(cache, ignore_errors=True)
     if scenario == "ccache-cold":
@@ -57,7 +58,7 @@ def run(
         for tree in seed.iterdir():
             subprocess.run(["cp", "-al", str(tree), str(cache / "src" / tree.name)], check=True)
     junit = workdir / f"{scenario}.xml"
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--kunit", "testsuites/"]
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--kunit", target or "testsuites/"]
     command += [f"--kunit-cache-dir={cache}", f"--kunit-wrapper={SCENARIOS[scenario]}", f"--junitxml={junit}", *extra]
     env = os.environ | {"CCACHE_DIR": str(ccache_dir)}
     with lock.open("a") as held:
@@ -94,8 +95,9 @@ def main() -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     ccache_dir = args.ccache_dir or args.workdir / "ccache"
     figures: dict[str, dict[str, Any]] = {}
-    for scenario in args.scenarios.split(","):
-        figures[scenario] = run(scenario, args.workdir, ccache_dir, args.seed_src, args.lock, args.extra)
+    for spec in args.scenarios.split(","):
+        scenario = spec.partition("=")[0]
+        figures[scenario] = run(spec, args.workdir, ccache_dir, args.seed_src, args.lock, args.extra)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=1))
         entry = figures[scenario]
@@ -109,7 +111,8 @@ def main() -> int:
             print(f"    {name:24} {build['seconds']:7.1f} s{hits}")
     first = next(iter(figures.values()))["outcomes"]
     for scenario, entry in figures.items():
-        same = entry["outcomes"] == first and bool(first)
+        common = entry["outcomes"].keys() & first.keys()
+        same = bool(common) and all(entry["outcomes"][key] == first[key] for key in common)
         print(f"verdicts of {scenario}: {'the same' if same else 'DIFFERENT'} ({len(entry['outcomes'])} cases)")
     if "plain" in figures:
         plain = [build["seconds"] for build in figures["plain"]["builds"].values()]
