@@ -119,8 +119,13 @@ ARCHES: dict[str, Arch] = {
         qemu=QemuSettings(
             binary="qemu-system-aarch64",
             package="qemu-system-arm",
+            # kunit.py's CPU, so both see the same features. `max` emulates pointer authentication's QARMA cipher on
+            # every call and return: a 3.5x slower boot under TCG (docs/performance.md, "arm64 guests").
             args=("-machine", "virt", "-cpu", "cortex-a57", "-m", "1024", "-serial", "stdio"),
             kernel_args=("console=ttyAMA0",),
+            # The generic timer runs on the instruction count, as x86_64's clocks do: jiffies, which kunit.timeout
+            # counts, then do not jump when the host starves QEMU.
+            tcg_args=("-icount", "shift=auto,sleep=off"),
         ),
     ),
 }
