@@ -12,6 +12,7 @@ import pytest
 from _pytest.junitxml import xml_key
 
 from .arch import Arch
+from .blame import OUTSIDE_KEY
 from .cache import load_durations, save_durations
 from .errors import KunitWarning
 from .items import MARKERS, KunitCase, KunitconfigFile, collects, fragment_nodeid
@@ -90,8 +91,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         stats.pop("filters")
         workeroutput["kunit_stats"] = stats
         workeroutput["kunit_suite_seconds"] = state.runner.suite_seconds
+        workeroutput[OUTSIDE_KEY] = state.runner.outside.dump()
     else:
         save_durations(state.settings.cache_dir, session.config.rootpath, state.runner.suite_seconds)
+        state.runner.outside.fail_session(session)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -107,6 +107,12 @@ OPTIONS = (
         "kunit_arch",
         "guest architecture: x86_64 (the default), arm64 (cross-built, QEMU's virt machine) or um (User Mode Linux)",
     ),
+    Option(
+        "kunit_sanitize",
+        "comma-separated sanitizers to build every kernel with: kasan, ubsan, lockdep, atomic-sleep, debugobjects, "
+        "kcsan, kmemleak; a report printed while a case runs fails that case, one printed outside any case fails "
+        "the run",
+    ),
 )
 
 
@@ -129,6 +135,7 @@ class Settings:
     qemu: str | None
     arch: str
     wrapper: Wrapper = Wrapper.AUTO
+    sanitize: tuple[str, ...] = ()  # names from sanitizers.py, in its order
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -225,6 +232,15 @@ def _existing_path(value: Any) -> Path:
     return path.resolve()
 
 
+_SANITIZER_NAMES = "kasan, ubsan, lockdep, atomic-sleep, debugobjects, kcsan, kmemleak"
+
+
+def _sanitizers(value: Any) -> tuple[str, ...]:
+    from .sanitizers import parse_names  # here, not at the top: only a run that asks for sanitizers needs the table
+
+    return parse_names(str(value))
+
+
 def default_patch_dirs() -> tuple[Path, ...]:
     """pytest-kunit's own series, from the source checkout the plugin runs from (wherever pytest was started)."""
     series = Path(__file__).resolve().parent.parent / "kernel-patches"
@@ -296,4 +312,5 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         qemu=_convert(config, "kunit_qemu", None, str, "a program"),
         arch=arch,
         wrapper=_convert(config, "kunit_wrapper", Wrapper.AUTO, Wrapper, "one of auto, ccache, distcc, sccache, none"),
+        sanitize=_convert(config, "kunit_sanitize", (), _sanitizers, "a comma-separated list of: " + _SANITIZER_NAMES),
     )

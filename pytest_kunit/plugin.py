@@ -4,6 +4,8 @@ only, the session's own hooks (enabled.py). A pytest run without --kunit imports
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 
 import pytest
 
@@ -34,7 +36,12 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = options.resolve(config, arches)
     if settings.enabled:
         # Through sys.modules, not the package's attribute: a pytest run in-process after another (pytester) has
-        # had its modules removed, and must not mix the earlier run's modules with fresh ones.
+        # had its modules removed, and must not mix the earlier run's modules with fresh ones. For the same reason
+        # the package forgets those removed modules, which `from . import ktap` would otherwise still find.
+        package = sys.modules[__package__]
+        for name, value in list(vars(package).items()):
+            if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is not value:
+                delattr(package, name)
         enabled = importlib.import_module(f"{__package__}.enabled")
         enabled.start(config, settings, arches[settings.arch])
         config.pluginmanager.register(enabled, "kunit-session")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import ktap
+from .blame import reports_text
 from .errors import BootError
 from .ktap import CaseResult, Status
 from .recovery import killed_by
@@ -43,6 +44,10 @@ def render_failure(outcome: Outcome) -> str:
     if module:
         headline += f" (module {module})"
     parts = [headline]
+    if outcome.reports:
+        titles = "; ".join(report.title() for report in outcome.reports)
+        said = f" (its own result line said {outcome.said.value}: KUnit did not see it)" if outcome.said else ""
+        parts.append(f"sanitizer report while this case ran{said}: {titles}")
     if outcome.error:
         parts.append(outcome.error)
     if outcome.earlier:
@@ -59,6 +64,8 @@ def render_failure(outcome: Outcome) -> str:
         parts.append("\n".join(diagnostics))
     if crash_report:
         parts.append("kernel crash report:\n" + "\n".join(outcome.evidence))
+    if outcome.reports:
+        parts.append(reports_text(outcome.reports))
     parts.append(f"console: {outcome.console}")
     return "\n".join(parts)
 

@@ -6,15 +6,17 @@ import functools
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import ktap, recovery
 from .accel import Accelerator, kvm_failure
 from .arch import Arch
+from .blame import OutsideReport, OutsideReports, blame
 from .build import BuildResult
 from .decode import decode_stacktrace
 from .errors import KunitError
+from .findings import Finding, find_reports, place
 from .options import Settings
 from .planning import Attributes, BootFilter, CaseId, PlannedCase, executed_cases, list_filter, single_glob_filters
 from .qemu import (
@@ -43,6 +45,7 @@ class Kernel:
     tree: Path
     cases: tuple[CaseId, ...]
     attributes: Mapping[CaseId, Attributes] = field(default_factory=dict)  # from a kunit.action=list_attr boot
+    boot_args: tuple[str, ...] = ()  # on every boot of this image (its sanitizers' own)
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,8 @@ class Outcome:
     earlier: tuple[str, ...] = ()  # how each earlier guest stopped while this case ran (it was then rerun)
     lines: tuple[str, ...] = ()  # the case's own slice of the console
     seconds: float | None = None  # how long the case ran, by the console's times
+    reports: tuple[Finding, ...] = ()  # sanitizer reports printed while the case ran, decoded
+    said: ktap.Status | None = None  # what the case's own result line said, when a report overruled it
 
 
 def _unchanged(kernel: Kernel, words: list[str]) -> None:
@@ -109,6 +114,7 @@ class Runner:
         self.failed: dict[str, tuple[KunitError, str]] = {}  # the error raised, and the node id it was reported on
         self.unbootable: dict[str, tuple[Path, str]] = {}  # a boot that never reached KUnit: its console and why
         self.accel = Accelerator(settings)
+        self.outside = OutsideReports()  # sanitizer reports printed while no case ran
         self._boot_number = 0
 
     def set_plan(self, cases: Sequence[PlannedCase], plan: Mapping[str, str]) -> None:
@@ -192,7 +198,7 @@ class Runner:
                 f"{BOOT_ALLOWANCE:g} s and {self.settings.timeout} s for each of its {cases} cases; "
                 "--kunit-boot-timeout sets it"
             )
-        args = kernel_command_line(kernel.arch, kernel_args)
+        args = kernel_command_line(kernel.arch, (*kernel.boot_args, *kernel_args))
         self.edits.kernel_args(kernel, args)
         while True:
             request = BootRequest(
@@ -255,19 +261,30 @@ class Runner:
             return False
 
         results = [event for event in events if isinstance(event, ktap.CaseResult)]
+        placement = place(find_reports(record.console), layout)
+        for outside in placement.outside:
+            report = self._decoded(kernel, outside.finding)
+            self.outside.add(
+                OutsideReport(kernel.key, report.sanitizer, report.title(), outside.when, report.lines, str(console))
+            )
         for event in results:
             case = (event.suite, event.case)
             if case in wanted:
-                # Only a case that did not pass needs its crash report decoded (some passing cases oops on purpose).
-                failed = event.status not in (ktap.Status.PASSED, ktap.Status.SKIPPED)
-                crash_report = self._crash_report(kernel, ktap.fault_lines(event.diagnostics)) if failed else ()
+                reports = tuple(self._decoded(kernel, found) for found in placement.by_case.get(case, ()))
+                result, said = blame(event, reports)
+                # Only a case that crashed or timed out needs its crash report decoded (some passing cases oops on
+                # purpose; a failed one shows its own diagnostics).
+                failed = result.status in (ktap.Status.CRASHED, ktap.Status.TIMED_OUT)
+                crash_report = self._crash_report(kernel, ktap.fault_lines(result.diagnostics)) if failed else ()
                 known[case] = Outcome(
-                    event,
+                    result,
                     console,
                     crash_report,
                     earlier=_described(stops.get(case, [])),
                     lines=lines(case),
                     seconds=layout.seconds.get(case),
+                    reports=reports,
+                    said=said,
                 )
 
         unfinished = [event for event in events if isinstance(event, ktap.Unfinished)]
@@ -327,6 +344,9 @@ class Runner:
             for case in unrun:
                 known[case] = self._no_result(case, Path(stop.console), error)
         return decision
+
+    def _decoded(self, kernel: Kernel, finding: Finding) -> Finding:
+        return replace(finding, lines=self._crash_report(kernel, list(finding.lines)))
 
     def _crash_report(self, kernel: Kernel, lines: list[str]) -> tuple[str, ...]:
         return decode_stacktrace(tuple(lines), kernel.build.build_dir, kernel.tree, kernel.arch.make.cross_compile)

@@ -20,6 +20,8 @@ from .options import Settings, default_patch_dirs
 from .overlay import install, suite_dir_for
 from .progress import Progress
 from .runner import BootEdits, Kernel, Runner, Stats
+from .sanitizers import kconfig_lines as sanitizer_kconfig
+from .sanitizers import kernel_args as sanitizer_args
 from .sources import case_locations
 from .tree import PreparedTree, enclosing_tree, patch_series, prepare
 
@@ -85,6 +87,13 @@ class SessionState:
             lines.extend(words)
         return parse_fragment("\n".join(lines), "pytest_kunit_kconfig hook")
 
+    def _sanitizer_kconfig(self) -> Fragment:
+        """--kunit-sanitize's options, each line's origin naming its sanitizer (so a dropped one is named)."""
+        fragment = Fragment(())
+        for name, lines in sanitizer_kconfig(self.settings.sanitize).items():
+            fragment = fragment + parse_fragment("\n".join(lines), f"--kunit-sanitize {name}")
+        return fragment
+
     def _raw_sink(self) -> Callable[[str], None]:
         def sink(line: str) -> None:
             # Looked up per line: the state is made before the terminal reporter is registered.
@@ -132,7 +141,7 @@ class SessionState:
     def kernel_for(self, path: Path, key: str) -> Kernel:
         """Build (at most once) and list the kernel a kunitconfig file describes; `key` is its node id."""
         # The hooks' lines come last, so they win (as kunit.py's --kconfig_add), and key the build like the rest.
-        fragment = read_fragment(path) + self._hook_kconfig(path)
+        fragment = read_fragment(path) + self._sanitizer_kconfig() + self._hook_kconfig(path)
         suite = suite_dir_for(path)
         tree = self.tree(self.tree_choice(path), writable=suite is not None)
         if suite is not None:
@@ -155,7 +164,8 @@ class SessionState:
             self.stats.build_seconds += result.seconds
             note = f"; {result.note}" if result.note else ""
             progress.done(f"built {path.name} in {result.seconds:.1f} s (log: {result.log}{note})")
-        unlisted = Kernel(key, result, self.arch, tree.features, tree.path, cases=())
+        boot_args = sanitizer_args(self.settings.sanitize)
+        unlisted = Kernel(key, result, self.arch, tree.features, tree.path, cases=(), boot_args=boot_args)
         listing = self._listing(unlisted)
         self.locations[key] = listing.locations
         return replace(unlisted, cases=listing.cases, attributes=listing.attributes)

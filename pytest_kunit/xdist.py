@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadFileScheduling, LoadGroupScheduling, LoadScopeScheduling
 
+from .blame import OUTSIDE_KEY
 from .cache import load_durations
 from .planning import Durations, case_from_nodeid, plan_batches
 from .session import STATE
@@ -87,5 +88,6 @@ class KunitXdist:
         state = self.config.stash[STATE]
         if output.get("kunit_stats"):
             state.stats.merge(output["kunit_stats"])
+        state.runner.outside.load(output.get(OUTSIDE_KEY, []))
         for kernel, suites in output.get("kunit_suite_seconds", {}).items():
             state.runner.suite_seconds.setdefault(kernel, {}).update(suites)

@@ -1,0 +1,141 @@
+"""Sanitizer reports in a run: the case that printed one fails with it as evidence, one printed while no case ran
+fails the run as an error item (once, under xdist too), and --kunit-sanitize builds and validates its own kernel."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from .conftest import FakeKernel
+
+KASAN = [
+    "==================================================================",
+    "BUG: KASAN: slab-out-of-bounds in overflow_work_fn+0x2a/0x40",
+    "Write of size 1 at addr ffff888003b4c47b by task kworker/0:1/17",
+    "Call Trace:",
+    " <TASK>",
+    " overflow_work_fn+0x2a/0x40",
+    " </TASK>",
+    "==================================================================",
+]
+LOCKDEP = [
+    "======================================================",
+    "WARNING: possible circular locking dependency detected",
+    "stack backtrace:",
+    "Call Trace:",
+    " <TASK>",
+    " boot_helper+0x1c/0x40",
+    " </TASK>",
+]
+
+
+def test_a_report_fails_the_case_whose_line_said_ok(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    fake_kernel.set_case("other", "first", printk=KASAN)
+    result = project.runpytest(*fake_kernel.options("-n", "2", "-p", "xdist"))
+    result.assert_outcomes(passed=2, failed=3, skipped=1)  # two example cases fail on their own
+    result.stdout.fnmatch_lines(
+        [
+            "*other.first FAILED",
+            "sanitizer report while this case ran (its own result line said passed: KUnit did not see it): "
+            "BUG: KASAN: slab-out-of-bounds in overflow_work_fn+0x2a/0x40",
+            "KASAN report:",
+            "=====*",
+            "BUG: KASAN: slab-out-of-bounds in overflow_work_fn+0x2a/0x40",
+        ]
+    )
+    # Shown once, decoded, in the failure; the case's own console slice still holds the raw lines.
+    failure = result.stdout.str().split("other.first FAILED", 1)[1].split("Captured kunit console", 1)[0]
+    assert failure.count("BUG: KASAN") == 2  # the summary line and the report
+
+
+def test_a_report_inside_a_parameter_fails_its_case(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    fake_kernel.set_case("example", "example_params_test", params=[["value 1", "pass"], ["value 2", "pass", KASAN]])
+    result = project.runpytest(*fake_kernel.options("-k", "params"))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*example.example_params_test FAILED", "sanitizer report while this case ran*"])
+
+
+def test_a_report_outside_any_case_fails_the_run_once(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    spec = fake_kernel.spec()
+    spec["printk_boot"] = LOCKDEP
+    fake_kernel.write_spec(spec)
+    junit = project.path / "junit.xml"
+    # Both workers' guests print it: one error for the kernel, naming the report and when it came.
+    result = project.runpytest(
+        *fake_kernel.options("-n", "2", "-p", "xdist", "-k", "not failing", f"--junitxml={junit}")
+    )
+    result.assert_outcomes(passed=3, failed=1, skipped=1, errors=1)  # example_params_test fails on its own
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of kunit.kunitconfig::kernel reports outside any case*",
+            "The kernel printed a lockdep report before KUnit's first suite started (boot), while no test case ran: "
+            "lockdep: WARNING: possible circular locking dependency detected",
+            "What to do: *",
+        ]
+    )
+    errors = [case for case in ET.parse(junit).getroot().iter("testcase") if case.find("error") is not None]
+    assert [case.get("name") for case in errors] == ["kernel reports outside any case"]
+
+
+def test_a_report_after_the_last_suite_fails_a_selection(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    spec = fake_kernel.spec()
+    spec["printk_end"] = KASAN
+    spec["suites"][1]["printk_exit"] = LOCKDEP
+    fake_kernel.write_spec(spec)
+    result = project.runpytest(*fake_kernel.options("-k", "other"))
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "The kernel printed a lockdep report in suite other after its last case*",
+            "The kernel printed a KASAN report after the last suite (other) ended*",
+        ]
+    )
+
+
+def test_a_clean_console_has_no_error_item(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    result = project.runpytest(*fake_kernel.options("-k", "other"))
+    result.assert_outcomes(passed=2)
+    assert "outside any case" not in result.stdout.str()
+
+
+def test_sanitize_builds_its_own_kernel_with_its_boot_args(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    project.runpytest(*fake_kernel.options("-k", "example_simple_test")).assert_outcomes(passed=1)
+    result = project.runpytest(*fake_kernel.options("-k", "example_simple_test", "--kunit-sanitize", "ubsan,kasan"))
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*kernel builds: 1 *"])
+    dotconfigs = {path.read_text() for path in fake_kernel.cache.glob("build/*/.config")}
+    assert len(dotconfigs) == 2
+    assert any("CONFIG_KASAN=y" in text and "CONFIG_UBSAN=y" in text for text in dotconfigs)
+    boots = fake_kernel.boots()
+    assert all("kasan_multi_shot" in boot["append"] for boot in boots[-1:])
+    assert "kasan_multi_shot" not in boots[0]["append"]
+
+
+def test_ini_twin(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    project.makeini("[pytest]\nkunit_sanitize = kasan\n")
+    result = project.runpytest(*fake_kernel.options("-k", "example_simple_test"))
+    result.assert_outcomes(passed=1)
+    assert "kasan_multi_shot" in fake_kernel.boots()[-1]["append"]
+
+
+def test_an_impossible_sanitizer_names_the_missing_dependency(
+    project: pytest.Pytester, fake_kernel: FakeKernel
+) -> None:
+    result = project.runpytest(*fake_kernel.options("--kunit-sanitize", "kcsan"))
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        [
+            "*The kernel configuration does not hold what the kunitconfig asks for:",
+            "*CONFIG_KCSAN=y (--kunit-sanitize kcsan:2): is not set after olddefconfig; "
+            "Kconfig: depends on HAVE_ARCH_KCSAN && DEBUG_KERNEL; not set: CONFIG_HAVE_ARCH_KCSAN",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_an_unknown_sanitizer_is_a_usage_error(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    result = project.runpytest(*fake_kernel.options("--kunit-sanitize", "kasan,asan"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--kunit-sanitize: 'kasan,asan' is not a comma-separated list of: kasan, ubsan*"])

@@ -1,0 +1,184 @@
+"""Sanitizer reports on recorded consoles: where each begins and ends, and which case (if any) it belongs to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_kunit import ktap
+from pytest_kunit.blame import blame, without_reports
+from pytest_kunit.console import ConsoleMap
+from pytest_kunit.findings import Finding, find_reports, place
+from pytest_kunit.ktap import Status
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+SYNTHETIC = DATA / "synthetic-sanitizer-reports-6.1.log"
+
+
+def parsed(path: Path) -> tuple[list[str], ConsoleMap, dict[tuple[str, str], ktap.CaseResult]]:
+    """The console as the runner holds it: its lines, where each suite and case sits, and the results."""
+    lines = path.read_text().splitlines()
+    layout = ConsoleMap()
+    parser = ktap.KtapParser()
+    results = {}
+    for index, line in enumerate(lines):
+        for event in parser.feed(line):
+            layout.note(event, index, line, float(index))
+            if isinstance(event, ktap.CaseResult):
+                results[(event.suite, event.case)] = event
+    return lines, layout, results
+
+
+def test_every_sanitizer_report_is_found_whole() -> None:
+    lines = SYNTHETIC.read_text().splitlines()
+    found = find_reports(lines)
+    assert [(f.sanitizer, f.headline.split(" in ")[0]) for f in found] == [
+        ("lockdep", "WARNING: possible circular locking dependency detected"),
+        ("KASAN", "BUG: KASAN: slab-out-of-bounds"),
+        ("UBSAN", "UBSAN: shift-out-of-bounds"),
+        ("KCSAN", "BUG: KCSAN: data-race"),
+        (
+            "debug objects",
+            "ODEBUG: free active (active state 0) object: 000000002a3e1a5d object type: timer_list hint: "
+            "alpha_timer_fn+0x0/0x10",
+        ),
+        ("atomic sleep", "BUG: sleeping function called from invalid context at kernel/locking/mutex.c:580"),
+        ("kmemleak", "unreferenced object 0xffff888003b4d000 (size 64):"),
+        ("KASAN", "BUG: KASAN: use-after-free"),
+    ]
+    first_and_last = [(f.lines[0].split("] ", 1)[1], f.lines[-1].split("] ", 1)[1]) for f in found]
+    assert first_and_last == [
+        ("======================================================", " </TASK>"),  # lockdep: rule to its stack trace
+        ("=" * 66, "=" * 66),  # KASAN: between its two rules, not the taint note after
+        ("=" * 80, "=" * 80),
+        ("=" * 66, "=" * 66),
+        ("------------[ cut here ]------------", "---[ end trace 0000000000000000 ]---"),
+        ("BUG: sleeping function called from invalid context at kernel/locking/mutex.c:580", " </TASK>"),
+        (
+            "kmemleak: unreferenced object 0xffff888003b4d000 (size 64):",
+            "kmemleak:     [<ffffffff81345678>] alpha_second+0x4a/0x120",
+        ),
+        ("=" * 66, "=" * 66),
+    ]
+
+
+def test_reports_go_to_the_case_that_ran_and_the_rest_fail_the_run() -> None:
+    lines, layout, _ = parsed(SYNTHETIC)
+    placement = place(find_reports(lines), layout)
+    assert {case: [f.sanitizer for f in found] for case, found in placement.by_case.items()} == {
+        ("alpha", "alpha_second"): ["KASAN"],
+        ("alpha", "alpha_third"): ["UBSAN"],
+        ("alpha", "alpha_params"): ["KCSAN"],  # inside a parameter
+        ("beta", "beta_first"): ["atomic sleep"],
+    }
+    assert [(o.finding.sanitizer, o.when) for o in placement.outside] == [
+        ("lockdep", "before KUnit's first suite started (boot)"),
+        ("debug objects", "in suite alpha after its last case (its exit function, or a background task)"),
+        # A scan's report is never a case's fault, though it is printed while one runs.
+        ("kmemleak", "while beta.beta_second ran, though the leak may be older"),
+        ("KASAN", "after the last suite (beta) ended"),
+    ]
+    assert placement.in_flight == ()
+
+
+def test_a_report_in_a_case_the_console_ended_inside_is_left_to_its_crash_report() -> None:
+    lines = SYNTHETIC.read_text().splitlines()
+    cut = next(index for index, line in enumerate(lines) if "ok 2 alpha_second" in line)
+    layout = ConsoleMap()
+    parser = ktap.KtapParser()
+    for index, line in enumerate(lines[:cut]):
+        for event in parser.feed(line):
+            layout.note(event, index, line, 0.0)
+    placement = place(find_reports(lines[:cut]), layout)
+    assert [f.sanitizer for f in placement.in_flight] == ["KASAN"]
+    assert placement.by_case == {}
+
+
+def test_between_suites() -> None:
+    lines = SYNTHETIC.read_text().splitlines()
+    between = lines.index("[    0.500086] ok 1 alpha") + 1
+    report = [
+        "==================================================================",
+        "BUG: KASAN: double-free in x",
+        "=" * 66,
+    ]
+    lines[between:between] = report
+    path_lines = lines
+    layout = ConsoleMap()
+    parser = ktap.KtapParser()
+    for index, line in enumerate(path_lines):
+        for event in parser.feed(line):
+            layout.note(event, index, line, 0.0)
+    outside = place(find_reports(path_lines), layout).outside
+    assert ("KASAN", "between suites alpha and beta") in [(o.finding.sanitizer, o.when) for o in outside]
+
+
+def test_a_report_fails_a_case_whose_line_said_ok_and_is_shown_once() -> None:
+    lines, layout, results = parsed(SYNTHETIC)
+    placement = place(find_reports(lines), layout)
+    second = results[("alpha", "alpha_second")]
+    assert second.status is Status.PASSED
+    assert any("BUG: KASAN" in line for line in second.diagnostics)
+    result, said = blame(second, placement.by_case[("alpha", "alpha_second")])
+    assert (result.status, said) == (Status.FAILED, Status.PASSED)
+    assert not any("BUG: KASAN" in line or "Memory state" in line for line in result.diagnostics)
+    assert "Disabling lock debugging due to kernel taint" in result.diagnostics
+
+
+def test_kunits_own_integration_is_not_counted_twice() -> None:
+    lines, layout, results = parsed(SYNTHETIC)
+    placement = place(find_reports(lines), layout)
+    third = results[("alpha", "alpha_third")]
+    assert third.status is Status.FAILED  # UBSAN's kunit_fail_current_test failed it
+    result, said = blame(third, placement.by_case[("alpha", "alpha_third")])
+    assert (result.status, said) == (Status.FAILED, None)
+    assert result.diagnostics == ("# alpha_third: lib/ubsan.c:146: shift-out-of-bounds in lib/alpha-test.c",)
+
+
+def test_a_parameter_report_fails_the_parameterised_case() -> None:
+    lines, layout, results = parsed(SYNTHETIC)
+    placement = place(find_reports(lines), layout)
+    params = results[("alpha", "alpha_params")]
+    assert params.status is Status.PASSED
+    assert blame(params, placement.by_case[("alpha", "alpha_params")])[0].status is Status.FAILED
+
+
+@pytest.mark.parametrize("status", [Status.SKIPPED, Status.XFAIL])
+def test_skipped_and_expected_failures_with_a_report_fail(status: Status) -> None:
+    report = Finding("KASAN", "BUG: KASAN: x", 0, 0, ("BUG: KASAN: x",))
+    result, said = blame(ktap.CaseResult("s", "c", status, diagnostics=("BUG: KASAN: x",)), (report,))
+    assert (result.status, said, result.diagnostics) == (Status.FAILED, status, ())
+
+
+def test_without_reports_keeps_lines_that_only_look_alike() -> None:
+    report = Finding("UBSAN", "UBSAN: x", 0, 1, ("[ 1.0] UBSAN: x", "[ 1.0] " + "=" * 80))
+    assert without_reports(("=" * 80, "UBSAN: x", "=" * 80), (report,)) == ("=" * 80,)
+
+
+def test_no_report_in_ordinary_consoles() -> None:
+    for name in ("kunit-6.1.192-all.log", "example-failing-6.1.192.log", "synthetic-truncated-oops.log"):
+        assert find_reports((DATA / name).read_text().splitlines()) == [], name
+
+
+def test_an_unterminated_report_stops_at_the_next_result_line() -> None:
+    lines = [
+        "    KTAP version 1",
+        "    # Subtest: s",
+        "=" * 66,
+        "BUG: KASAN: wild-memory-access in f",
+        "x",
+        "    ok 1 c",
+    ]
+    (found,) = find_reports(lines)
+    assert (found.start, found.end) == (2, 4)
+
+
+def test_the_option_names_every_sanitizer_in_the_table() -> None:
+    from pytest_kunit import options
+    from pytest_kunit.sanitizers import SANITIZERS, parse_names
+
+    assert options._SANITIZER_NAMES == ", ".join(SANITIZERS)
+    assert parse_names(" UBSAN, kasan,kasan ") == ("kasan", "ubsan")
+    with pytest.raises(ValueError, match="asan"):
+        parse_names("kasan,asan")
