@@ -36,14 +36,16 @@ def test_each_report_fails_its_own_case_and_the_framework_stays_green(tmp_path: 
     assert "outside any case" not in text, report(process)
     # In the test's thread KASAN's KUnit integration fails the case too; the report is the evidence, shown once.
     kmalloc = text.split("sanitize.sanitize_kmalloc_overflow FAILED", 1)[1].split("Captured kunit console", 1)[0]
-    assert "sanitizer report while this case ran: BUG: KASAN: slab-out-of-bounds in overflow" in kmalloc, report(process)
+    assert "sanitizer report while this case ran: BUG: KASAN: slab-out-of-bounds in overflow" in kmalloc, report(
+        process
+    )
     assert kmalloc.count("BUG: KASAN: slab-out-of-bounds") == 2, report(process)  # the summary line and the report
     # Decoded: the overflowing line of the suite's source.
     assert re.search(r"overflow\S* \(pytest-kunit/sanitize/sanitize-test\.c:\d+\)", kmalloc), report(process)
     # In a work item KUnit sees nothing and the case's own line says ok: the report alone fails it.
     work = text.split("sanitize.sanitize_overflow_in_work FAILED", 1)[1].split("Captured kunit console", 1)[0]
-    assert "(its own result line said passed: KUnit did not see it): BUG: KASAN: slab-out-of-bounds" in work, (
-        report(process)
+    assert "(its own result line said passed: KUnit did not see it): BUG: KASAN: slab-out-of-bounds" in work, report(
+        process
     )
     shift = text.split("sanitize.sanitize_shift_overflow FAILED", 1)[1].split("Captured kunit console", 1)[0]
     assert "UBSAN: shift-out-of-bounds in pytest-kunit/sanitize/sanitize-test.c" in shift, report(process)

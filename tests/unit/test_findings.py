@@ -178,7 +178,7 @@ def test_the_option_names_every_sanitizer_in_the_table() -> None:
     from pytest_kunit import options
     from pytest_kunit.sanitizers import SANITIZERS, parse_names
 
-    assert options._SANITIZER_NAMES == ", ".join(SANITIZERS)
+    assert ", ".join(SANITIZERS) == options._SANITIZER_NAMES
     assert parse_names(" UBSAN, kasan,kasan ") == ("kasan", "ubsan")
     with pytest.raises(ValueError, match="asan"):
         parse_names("kasan,asan")
