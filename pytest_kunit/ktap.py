@@ -39,8 +39,10 @@ _FAULT = re.compile(
     r"Kernel panic - not syncing|Unable to handle kernel|stack-protector: )"
 )
 _PANIC = re.compile(r"Kernel panic - not syncing")
-# Diagnostics our kernel series (and 6.1 itself, for timeouts) prints before a case's `not ok` line.
-_CRASHED_DIAGNOSTIC = re.compile(r"# \S+: test case crashed\b")
+# Diagnostics KUnit prints before a case's `not ok` line when its thread died: "try faulted" (upstream since
+# 2024, and our kernel series, which follows it) or "test case crashed" (the series' first version); timeouts are
+# worded alike everywhere.
+_CRASHED_DIAGNOSTIC = re.compile(r"# \S+: (?:try faulted|test case crashed)\b")
 _TIMED_OUT_DIAGNOSTIC = re.compile(r"# \S+: (?:try timed out|test case timed out)\b")
 
 Attributes = tuple[tuple[str, str], ...]

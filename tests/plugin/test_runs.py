@@ -142,7 +142,7 @@ def test_kernel_reported_crash_needs_no_reboot(project: pytest.Pytester, fake_ke
     fake_kernel.set_case("example", "example_simple_test", outcome="crash")
     result = project.runpytest(*fake_kernel.options("-k", "example_simple_test or other"))
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*example.example_simple_test CRASHED*", "*test case crashed*"])
+    result.stdout.fnmatch_lines(["*example.example_simple_test CRASHED*", "*try faulted*"])
     assert len(fake_kernel.test_boots()) == 1
 
 

@@ -931,6 +931,22 @@ def test_param_case_line_ok_but_a_param_failed_is_failed() -> None:
     assert statuses(events) == [("s", "pc", F)]
 
 
+def test_faulted_in_the_series_and_upstream_words() -> None:
+    # The series' crash report, and upstream's since 2024 (with the last line seen, from 6.10), both say "try
+    # faulted"; a try-catch that faults inside a passing case (KUnit's own fault test) is still a pass.
+    events = events_of("synthetic-crash-faulted.log")
+    assert statuses(events) == [
+        ("series", "series_ok", P),
+        ("series", "series_null", C),
+        ("series", "series_try_catch", P),
+        ("upstream", "upstream_null", C),
+        ("upstream", "upstream_hang", T),
+    ]
+    crashed = case(events, "upstream", "upstream_null")
+    assert crashed.diagnostics[-2] == "# upstream_null: try faulted: last line seen lib/kunit/upstream-test.c:42"
+    assert ktap.fault_lines(case(events, "series", "series_null").diagnostics)[0].startswith("BUG: kernel NULL")
+
+
 def test_param_case_with_crashed_param_is_crashed_whatever_its_line_says() -> None:
     events = parse_text(
         "KTAP version 1\n    # Subtest: s\n        # Subtest: pc\n    # pc: test case crashed\n"
