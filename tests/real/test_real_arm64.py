@@ -1,0 +1,77 @@
+"""The real tier on arm64 guests: the packaged 6.1 tree with the series, cross-built and booted on QEMU's virt machine.
+
+A cold arm64 build costs minutes of CI's 90 (32 minutes on this machine under a load of 16, about a third of that
+quiet), so CI builds one arm64 kernel: the framework fragment, which covers the cross toolchain, the series' own suites
+(the RFC API, class mocking), the PL011 console, selection and two xdist workers. The fault and OF fragments need one
+more cold build each: they run with PYTEST_KUNIT_REAL_ARM64=all.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from .test_real_kernel import FAULT_OUTCOMES, FRAMEWORK, FRAMEWORK_CASES, FRAMEWORK_SKIPS, report, run
+
+pytestmark = pytest.mark.real
+
+ARM64 = "--kunit-arch=arm64"
+FAULTS = "testsuites/faults/faults.kunitconfig"
+OF = "testsuites/of.kunitconfig"
+every_fragment = pytest.mark.skipif(
+    os.environ.get("PYTEST_KUNIT_REAL_ARM64") != "all",
+    reason="one more cold arm64 build: set PYTEST_KUNIT_REAL_ARM64=all",
+)
+
+
+def test_framework_and_series_suites(tmp_path: Path) -> None:
+    process, outcomes = run(tmp_path, ARM64, FRAMEWORK)
+    assert process.returncode == 0, report(process)
+    assert set(outcomes) >= FRAMEWORK_CASES, report(process)
+    assert {name for name, outcome in outcomes.items() if outcome == "skipped"} == FRAMEWORK_SKIPS, report(process)
+    # The RFC API and class mocking, built for arm64.
+    suites = {name.split(".")[0] for name in outcomes}
+    assert {"kunit-seed-module", "kunit-seed-resource", "kunit_mock", "eeprom_buffer_mock"} <= suites, report(process)
+    assert "arch arm64" in process.stdout, report(process)
+
+
+def test_selection_and_two_workers(tmp_path: Path) -> None:
+    run(tmp_path, ARM64, FRAMEWORK)  # built and listed before the figures below
+    process, outcomes = run(tmp_path, ARM64, FRAMEWORK, "-k", "example_simple_test")
+    assert outcomes == {"example.example_simple_test": "passed"}, report(process)
+    assert "kernel builds: 0 " in process.stdout and "guest boots: 1 " in process.stdout, report(process)
+    process, outcomes = run(tmp_path, ARM64, FRAMEWORK, "-n", "2")
+    assert process.returncode == 0, report(process)
+    assert set(outcomes) >= FRAMEWORK_CASES, report(process)
+    assert "guest boots: 2 " in process.stdout, report(process)
+
+
+@every_fragment
+def test_fault_suite_loses_nothing(tmp_path: Path) -> None:
+    process, outcomes = run(tmp_path, ARM64, FAULTS, "--kunit-timeout=10")
+    assert outcomes == FAULT_OUTCOMES, report(process)
+    text = process.stdout
+    for expected in (
+        "faults.faults_null_dereference CRASHED",
+        # arm64's words for the same faults as x86_64's.
+        "Unable to handle kernel NULL pointer dereference at virtual address 0000000000000000",
+        "faults.faults_bug CRASHED",
+        "kernel BUG at pytest-kunit/faults/faults-test.c:",
+        "faults.faults_hang_forever TIMED OUT",
+        "Kernel panic - not syncing: pytest-kunit fault suite: deliberate panic",
+    ):
+        assert expected in text, report(process)
+    # Decoded with aarch64-linux-gnu-addr2line: the frame names its file and line.
+    decoded = r"faults_null_dereference\+0x\w+/0x\w+ \(pytest-kunit/faults/faults-test\.c:\d+\)"
+    assert re.search(decoded, text), report(process)
+
+
+@every_fragment
+def test_of_unittest_on_a_real_device_tree(tmp_path: Path) -> None:
+    process, outcomes = run(tmp_path, ARM64, OF)
+    assert process.returncode == 0, report(process)
+    assert set(outcomes.values()) <= {"passed", "skipped"}, report(process)
+    assert {name.split(".")[0] for name in outcomes} >= {"of_base", "of_overlay", "of_dynamic"}, report(process)
