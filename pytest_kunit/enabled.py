@@ -16,6 +16,7 @@ from .blame import OUTSIDE_KEY
 from .cache import load_durations, save_durations
 from .errors import KunitWarning
 from .items import MARKERS, KunitCase, KunitconfigFile, collects, fragment_nodeid
+from .kcidb import REPORT_KEY, KcidbWriter, case_run
 from .launch import launcher
 from .options import Settings, given
 from .planning import PlannedCase, plan_batches
@@ -35,6 +36,8 @@ def start(config: pytest.Config, settings: Settings, arch: Arch) -> None:
             note = f"pytest-kunit: {source} does not apply to arch {arch.name}, and is ignored: {guest.unused_why}"
             config.issue_config_time_warning(KunitWarning(note), stacklevel=2)
     config.stash[STATE] = SessionState(config, settings, arch, session=run_id(config))
+    if settings.kcidb is not None and not is_worker(config):
+        config.pluginmanager.register(KcidbWriter(config), "kunit-kcidb")
     if config.pluginmanager.hasplugin("xdist"):
         from .xdist import KunitXdist
 
@@ -75,7 +78,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, Any, None]:
     made = yield
     if isinstance(item, KunitCase):
-        item.time_report(made.get_result())
+        report = made.get_result()
+        item.time_report(report)
+        if item.config.stash[STATE].settings.kcidb is not None:
+            run = case_run(item, report)
+            if run is not None:
+                # On the report, xdist carries it to the controller, which writes the file.
+                setattr(report, REPORT_KEY, asdict(run))
 
 
 @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file
@@ -92,6 +101,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         workeroutput["kunit_stats"] = stats
         workeroutput["kunit_suite_seconds"] = state.runner.suite_seconds
         workeroutput[OUTSIDE_KEY] = state.runner.outside.dump()
+        workeroutput["kunit_kernels"] = [asdict(kernel) for kernel in state.kernels.values()]
     else:
         save_durations(state.settings.cache_dir, session.config.rootpath, state.runner.suite_seconds)
         state.runner.outside.fail_session(session)

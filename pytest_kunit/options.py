@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import math
 import os
+import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +114,13 @@ OPTIONS = (
         "kcsan, kmemleak; a report printed while a case runs fails that case, one printed outside any case fails "
         "the run",
     ),
+    Option(
+        "kunit_kcidb",
+        "write the run to this file as KCIDB v5 JSON for KernelCI: the checkout, each build with its configuration, "
+        "one test per case (kunit.SUITE.CASE) with its console slice",
+        "path",
+    ),
+    Option("kunit_kcidb_origin", "the CI system's name KCIDB ids start with (a-z, 0-9, _); default pytest_kunit"),
 )
 
 
@@ -136,6 +144,8 @@ class Settings:
     arch: str
     wrapper: Wrapper = Wrapper.AUTO
     sanitize: tuple[str, ...] = ()  # names from sanitizers.py, in its order
+    kcidb: Path | None = None  # where to write the KCIDB report; None: no report
+    kcidb_origin: str = "pytest_kunit"
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -219,6 +229,13 @@ def _positive_seconds(value: Any) -> float:
     if not math.isfinite(number) or number <= 0:
         raise ValueError
     return number
+
+
+def _origin(value: Any) -> str:
+    text = str(value)
+    if not re.fullmatch(r"[a-z0-9_]+", text):  # KCIDB's own rule for an origin
+        raise ValueError
+    return text
 
 
 def _path(value: Any) -> Path:
@@ -313,4 +330,6 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         arch=arch,
         wrapper=_convert(config, "kunit_wrapper", Wrapper.AUTO, Wrapper, "one of auto, ccache, distcc, sccache, none"),
         sanitize=_convert(config, "kunit_sanitize", (), _sanitizers, "a comma-separated list of: " + _SANITIZER_NAMES),
+        kcidb=_convert(config, "kunit_kcidb", None, _path, "a path"),
+        kcidb_origin=_convert(config, "kunit_kcidb_origin", "pytest_kunit", _origin, "an origin of a-z, 0-9 and _"),
     )

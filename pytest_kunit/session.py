@@ -10,9 +10,10 @@ import pytest
 
 from . import options
 from .arch import Arch
-from .build import BuildRequest, build
+from .build import BuildRequest, build, full_fragment
 from .cache import CaseList, load_case_list, save_case_list
 from .errors import ConfigError
+from .kcidb import BuiltKernel, patchset_hash
 from .kconfig import Fragment, parse_fragment, read_fragment
 from .listing import list_cases
 from .locking import cache_lock
@@ -55,6 +56,7 @@ class SessionState:
     locations: dict[str, dict[str, tuple[str, int]]] = field(default_factory=dict)
     _trees: dict[tuple[Path, tuple[Path, ...], bool], PreparedTree] = field(default_factory=dict)
     session: str = ""  # the run's id: xdist workers of one run share it, so they build once between them
+    kernels: dict[str, BuiltKernel] = field(default_factory=dict)  # by fragment node id; xdist workers' too
 
     def __post_init__(self) -> None:
         sink = self._raw_sink() if self.settings.raw else None
@@ -143,7 +145,8 @@ class SessionState:
         # The hooks' lines come last, so they win (as kunit.py's --kconfig_add), and key the build like the rest.
         fragment = read_fragment(path) + self._sanitizer_kconfig() + self._hook_kconfig(path)
         suite = suite_dir_for(path)
-        tree = self.tree(self.tree_choice(path), writable=suite is not None)
+        choice = self.tree_choice(path)
+        tree = self.tree(choice, writable=suite is not None)
         if suite is not None:
             with cache_lock(self.settings.cache_dir, f"src-{tree.key}", f"placing {suite} into {tree.path}"):
                 install(tree.path, suite)
@@ -165,6 +168,16 @@ class SessionState:
             note = f"; {result.note}" if result.note else ""
             progress.done(f"built {path.name} in {result.seconds:.1f} s (log: {result.log}{note})")
         boot_args = sanitizer_args(self.settings.sanitize)
+        self.kernels[key] = BuiltKernel(
+            key,
+            tree.key,
+            self.describe(choice),
+            patchset_hash(patch_series(choice.patch_dirs).patches),
+            result.image_digest,
+            self.arch.name,
+            full_fragment(request).text(),
+            result.seconds if result.ran_make else None,
+        )
         unlisted = Kernel(key, result, self.arch, tree.features, tree.path, cases=(), boot_args=boot_args)
         listing = self._listing(unlisted)
         self.locations[key] = listing.locations

@@ -10,6 +10,7 @@ from xdist.scheduler import LoadFileScheduling, LoadGroupScheduling, LoadScopeSc
 
 from .blame import OUTSIDE_KEY
 from .cache import load_durations
+from .kcidb import BuiltKernel
 from .planning import Durations, case_from_nodeid, plan_batches
 from .session import STATE
 from .workers import DURATIONS_KEY
@@ -91,3 +92,8 @@ class KunitXdist:
         state.runner.outside.load(output.get(OUTSIDE_KEY, []))
         for kernel, suites in output.get("kunit_suite_seconds", {}).items():
             state.runner.suite_seconds.setdefault(kernel, {}).update(suites)
+        for fields in output.get("kunit_kernels", []):
+            kernel = BuiltKernel(**fields)
+            known = state.kernels.get(kernel.key)
+            if known is None or known.seconds is None:  # the worker that built it knows how long it took
+                state.kernels[kernel.key] = kernel
