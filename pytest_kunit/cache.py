@@ -100,9 +100,9 @@ def case_list_path(cache_dir: Path, digest: str) -> Path:
     return cache_dir / "lists" / f"{digest}.json"
 
 
-def load_case_list(cache_dir: Path, digest: str) -> CaseList | None:
-    data = _read_json(case_list_path(cache_dir, digest), _valid_list)
-    if data is None:
+def case_list_from(data: Any) -> CaseList | None:
+    """A case list from its JSON form (as kept in the cache, or sent by an xdist controller); None if malformed."""
+    if not _valid_list(data):
         return None
     cases = tuple((suite, case) for suite, case in data["cases"])
     locations = {name: (file, line) for name, (file, line) in data["locations"].items()}
@@ -112,10 +112,19 @@ def load_case_list(cache_dir: Path, digest: str) -> CaseList | None:
     return CaseList(cases, locations, attributes)
 
 
+def case_list_data(listing: CaseList) -> dict[str, Any]:
+    attributes = [[suite, case, [list(pair) for pair in pairs]] for (suite, case), pairs in listing.attributes.items()]
+    cases = [list(case) for case in listing.cases]
+    locations = {name: list(where) for name, where in listing.locations.items()}
+    return {"format": LIST_FORMAT, "cases": cases, "locations": locations, "attributes": attributes}
+
+
+def load_case_list(cache_dir: Path, digest: str) -> CaseList | None:
+    return case_list_from(_read_json(case_list_path(cache_dir, digest), _valid_list))
+
+
 def save_case_list(cache_dir: Path, digest: str, listing: CaseList) -> None:
-    attributes = [[suite, case, pairs] for (suite, case), pairs in listing.attributes.items()]
-    data = {"format": LIST_FORMAT, "cases": listing.cases, "locations": listing.locations, "attributes": attributes}
-    write_atomically(case_list_path(cache_dir, digest), json.dumps(data))
+    write_atomically(case_list_path(cache_dir, digest), json.dumps(case_list_data(listing)))
 
 
 def _durations_file(cache_dir: Path, rootpath: Path) -> Path:

@@ -20,6 +20,7 @@ from .kcidb import REPORT_KEY, KcidbWriter, case_run
 from .launch import launcher
 from .options import Settings, given
 from .planning import PlannedCase, plan_batches
+from .remote import worker_client
 from .report import junit_properties
 from .session import STATE, SessionState
 from .workers import is_worker, run_id, worker_count, worker_durations
@@ -35,7 +36,10 @@ def start(config: pytest.Config, settings: Settings, arch: Arch) -> None:
         if source is not None:
             note = f"pytest-kunit: {source} does not apply to arch {arch.name}, and is ignored: {guest.unused_why}"
             config.issue_config_time_warning(KunitWarning(note), stacklevel=2)
-    config.stash[STATE] = SessionState(config, settings, arch, session=run_id(config))
+    state = config.stash[STATE] = SessionState(config, settings, arch, session=run_id(config))
+    state.remote = worker_client(config, settings.cache_dir, state.stats)
+    if state.remote is not None:
+        state.runner.decode = state.remote.decode
     if settings.kcidb is not None and not is_worker(config):
         config.pluginmanager.register(KcidbWriter(config), "kunit-kcidb")
     if config.pluginmanager.hasplugin("xdist"):
@@ -115,6 +119,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         f"kernel builds: {stats.builds} ({stats.build_seconds:.1f} s); "
         f"guest boots: {stats.boots} ({stats.boot_seconds:.1f} s)"
     )
+    if stats.fetches:
+        terminalreporter.write_line(
+            f"kernel images fetched from the controller by hosts that share no cache with it: {stats.fetches} "
+            f"({stats.fetched_bytes / 1e6:.1f} MB)"
+        )
     if stats.reruns:
         terminalreporter.write_line(
             f"cases run again in a fresh guest: {stats.reruns} (an earlier crash in their guest, or a signal from "

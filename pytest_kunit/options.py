@@ -242,6 +242,10 @@ def _path(value: Any) -> Path:
     return Path(str(value)).expanduser()
 
 
+def _resolved_path(value: Any) -> Path:
+    return Path(str(value)).expanduser().resolve()
+
+
 def _existing_path(value: Any) -> Path:
     path = Path(str(value)).expanduser()
     if not path.exists():
@@ -309,7 +313,12 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
     return Settings(
         enabled=bool(enabled),
         kernel_src=_convert(
-            config, "kunit_kernel_src", None, _existing_path, "an existing kernel tarball or directory"
+            config,
+            "kunit_kernel_src",
+            None,
+            # The controller checked it; a worker on another host may have no kernel source at all (remote.py).
+            _resolved_path if hasattr(config, "workerinput") else _existing_path,
+            "an existing kernel tarball or directory",
         ),
         patch_dirs=_patch_dirs(config),
         cache_dir=_convert(config, "kunit_cache_dir", _cache_default(), _path, "a path"),

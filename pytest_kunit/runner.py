@@ -61,6 +61,10 @@ class Outcome:
     said: ktap.Status | None = None  # what the case's own result line said, when a report overruled it
 
 
+def decode_locally(kernel: Kernel, lines: tuple[str, ...]) -> tuple[str, ...]:
+    return decode_stacktrace(lines, kernel.build.build_dir, kernel.tree, kernel.arch.make.cross_compile)
+
+
 def _unchanged(kernel: Kernel, words: list[str]) -> None:
     """No edit."""
 
@@ -81,6 +85,8 @@ class Stats:
     boots: int = 0
     boot_seconds: float = 0.0
     reruns: int = 0  # cases run again in a fresh guest after an earlier crash or a signal from outside
+    fetches: int = 0  # kernel images fetched from the xdist controller (remote.py)
+    fetched_bytes: int = 0
     filters: list[str] = field(default_factory=list)
 
     def merge(self, other: Mapping[str, float]) -> None:
@@ -90,6 +96,8 @@ class Stats:
         self.boots += int(other.get("boots", 0))
         self.boot_seconds += other.get("boot_seconds", 0.0)
         self.reruns += int(other.get("reruns", 0))
+        self.fetches += int(other.get("fetches", 0))
+        self.fetched_bytes += int(other.get("fetched_bytes", 0))
 
 
 class Runner:
@@ -115,6 +123,8 @@ class Runner:
         self.unbootable: dict[str, tuple[Path, str]] = {}  # a boot that never reached KUnit: its console and why
         self.accel = Accelerator(settings)
         self.outside = OutsideReports()  # sanitizer reports printed while no case ran
+        # Where crash reports are decoded: here, or (remote.py) on the host that built the kernel and has its tree.
+        self.decode: Callable[[Kernel, tuple[str, ...]], tuple[str, ...]] = decode_locally
         self._boot_number = 0
 
     def set_plan(self, cases: Sequence[PlannedCase], plan: Mapping[str, str]) -> None:
@@ -349,7 +359,7 @@ class Runner:
         return replace(finding, lines=self._crash_report(kernel, list(finding.lines)))
 
     def _crash_report(self, kernel: Kernel, lines: list[str]) -> tuple[str, ...]:
-        return decode_stacktrace(tuple(lines), kernel.build.build_dir, kernel.tree, kernel.arch.make.cross_compile)
+        return self.decode(kernel, tuple(lines))
 
     def _save_console(self, kernel: Kernel, record: BootRecord) -> Path:
         self._boot_number += 1

@@ -20,6 +20,7 @@ from .locking import cache_lock
 from .options import Settings, default_patch_dirs
 from .overlay import install, suite_dir_for
 from .progress import Progress
+from .remote import ImageClient
 from .runner import BootEdits, Kernel, Runner, Stats
 from .sanitizers import kconfig_lines as sanitizer_kconfig
 from .sanitizers import kernel_args as sanitizer_args
@@ -57,6 +58,9 @@ class SessionState:
     _trees: dict[tuple[Path, tuple[Path, ...], bool], PreparedTree] = field(default_factory=dict)
     session: str = ""  # the run's id: xdist workers of one run share it, so they build once between them
     kernels: dict[str, BuiltKernel] = field(default_factory=dict)  # by fragment node id; xdist workers' too
+    remote: ImageClient | None = (
+        None  # on an xdist worker sharing no cache with its controller: where kernels come from
+    )
 
     def __post_init__(self) -> None:
         sink = self._raw_sink() if self.settings.raw else None
@@ -141,7 +145,19 @@ class SessionState:
         return self._trees[key]
 
     def kernel_for(self, path: Path, key: str) -> Kernel:
-        """Build (at most once) and list the kernel a kunitconfig file describes; `key` is its node id."""
+        """Build (at most once) and list the kernel a kunitconfig file describes; `key` is its node id. An xdist
+        worker that shares no cache with its controller gets the kernel from the controller instead."""
+        known: CaseList | None = None
+        if self.remote is not None:
+            unlisted, known, locations = self.remote.kernel(path, key, self.config.rootpath, self.arch)
+        else:
+            unlisted, locations = self.build_kernel(path, key), None
+        listing = known or self._listing(unlisted, locations)
+        self.locations[key] = listing.locations
+        return replace(unlisted, cases=listing.cases, attributes=listing.attributes)
+
+    def build_kernel(self, path: Path, key: str) -> Kernel:
+        """The kernel a kunitconfig file describes, built at most once, its cases not yet listed."""
         # The hooks' lines come last, so they win (as kunit.py's --kconfig_add), and key the build like the rest.
         fragment = read_fragment(path) + self._sanitizer_kconfig() + self._hook_kconfig(path)
         suite = suite_dir_for(path)
@@ -178,20 +194,20 @@ class SessionState:
             full_fragment(request).text(),
             result.seconds if result.ran_make else None,
         )
-        unlisted = Kernel(key, result, self.arch, tree.features, tree.path, cases=(), boot_args=boot_args)
-        listing = self._listing(unlisted)
-        self.locations[key] = listing.locations
-        return replace(unlisted, cases=listing.cases, attributes=listing.attributes)
+        return Kernel(key, result, self.arch, tree.features, tree.path, cases=(), boot_args=boot_args)
 
-    def _listing(self, kernel: Kernel) -> CaseList:
-        """The image's cases (from a kunit.action=list boot) and their C locations, cached by image hash."""
+    def _listing(self, kernel: Kernel, locations: dict[str, tuple[str, int]] | None = None) -> CaseList:
+        """The image's cases (from a kunit.action=list boot) and their C locations (from its build, unless given),
+        cached by image hash."""
         cache_dir, digest = self.settings.cache_dir, kernel.build.image_digest
         what = f"listing the cases of {kernel.build.image}"
         with cache_lock(cache_dir, f"list-{digest}", what, Progress(self.config)):
             listing = load_case_list(cache_dir, digest)
             if listing is None:
                 cases, attributes = list_cases(self.runner, kernel, kernel.features.attributes)
-                listing = CaseList(cases, case_locations(kernel.tree, kernel.build.build_dir), attributes)
+                if locations is None:
+                    locations = case_locations(kernel.tree, kernel.build.build_dir)
+                listing = CaseList(cases, locations, attributes)
                 save_case_list(cache_dir, digest, listing)
             return listing
 

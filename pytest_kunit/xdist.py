@@ -12,6 +12,7 @@ from .blame import OUTSIDE_KEY
 from .cache import load_durations
 from .kcidb import BuiltKernel
 from .planning import Durations, case_from_nodeid, plan_batches
+from .remote import CACHE_ID_KEY, SERVICE_KEY, ImageService, cache_id
 from .session import STATE
 from .workers import DURATIONS_KEY
 
@@ -71,10 +72,17 @@ class KunitXdist:
         self.config = config
         settings = config.stash[STATE].settings
         self.durations = load_durations(settings.cache_dir, config.rootpath)
+        self.cache_id = cache_id(settings.cache_dir)
+        self.images: ImageService | None = None
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[DURATIONS_KEY] = self.durations
+        # Every worker may use it: only one whose cache is not this one does (remote.py).
+        if self.images is None:
+            self.images = ImageService(self.config.stash[STATE])
+        node.workerinput[SERVICE_KEY] = self.images.open_for(node)
+        node.workerinput[CACHE_ID_KEY] = self.cache_id
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:

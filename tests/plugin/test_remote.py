@@ -1,0 +1,100 @@
+"""Guests on hosts that share no cache with the controller (`-d --tx popen//env:XDG_CACHE_HOME=...` here, as an ssh
+host would be): the controller builds each kernel once, the image travels over xdist's execnet gateway by its hash
+into the workers' own cache (once for the workers that share it), they boot it, and crash reports are decoded where
+the kernel was built; workers that share the controller's cache (`-n 2`) build for themselves and fetch nothing."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from pytest_kunit.image import file_digest
+from pytest_kunit.remote import cache_id
+
+from .conftest import FakeKernel
+
+
+def remote_options(fake_kernel: FakeKernel, workers: Path, *extra: str) -> list[str]:
+    """The fake kernel's options with no cache directory of their own: each process's XDG_CACHE_HOME decides."""
+    options = [option for option in fake_kernel.options(*extra) if not option.startswith("--kunit-cache-dir")]
+    return [*options, "-d", "--tx", f"2*popen//env:XDG_CACHE_HOME={workers}"]
+
+
+def test_the_controller_builds_once_and_workers_boot_its_image(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    controller, workers = tmp_path / "controller", tmp_path / "workers"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(controller))
+    result = project.runpytest_subprocess(*remote_options(fake_kernel, workers))
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "kernel builds: 1 (*",
+            "kernel images fetched from the controller by hosts that share no cache with it: 1 (*",
+        ]
+    )
+    # Built in the controller's cache only: the workers never prepared a tree or ran make.
+    (build,) = (controller / "pytest-kunit" / "build").iterdir()
+    assert not (workers / "pytest-kunit" / "build").exists() and not (workers / "pytest-kunit" / "src").exists()
+    # The same bytes, by hash, in the workers' cache; and that copy is what every test boot booted.
+    (image,) = (workers / "pytest-kunit" / "images").glob("*/vmlinux")
+    assert file_digest(image) == file_digest(build / "vmlinux") == image.parent.name
+    assert not image.stat().st_mode & stat.S_IXUSR  # as it was built
+    boots = fake_kernel.test_boots()
+    assert {boot["worker"] for boot in boots} == {"gw0", "gw1"}
+    assert all(boot["argv"][boot["argv"].index("-kernel") + 1] == str(image) for boot in boots)
+
+    # A second run fetches nothing: the image is in the workers' cache already, and checked.
+    again = project.runpytest_subprocess(*remote_options(fake_kernel, workers))
+    again.assert_outcomes(passed=3, failed=2, skipped=1)
+    again.stdout.fnmatch_lines(["kernel builds: 0 (*"])
+    assert "fetched from the controller" not in again.stdout.str()
+
+    # Another host fetches it for itself; an executable image (UML's, which is run) stays executable.
+    (build / "vmlinux").chmod(0o755)
+    elsewhere = tmp_path / "elsewhere"
+    project.runpytest_subprocess(*remote_options(fake_kernel, elsewhere)).assert_outcomes(passed=3, failed=2, skipped=1)
+    (copy,) = (elsewhere / "pytest-kunit" / "images").glob("*/vmlinux")
+    assert copy.stat().st_mode & stat.S_IXUSR
+
+
+def test_crash_reports_are_decoded_where_the_kernel_was_built(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The tree's decoder names the vmlinux it read: the controller's build, not the workers' copy of the image.
+    script = fake_kernel.tree / "scripts" / "decode_stacktrace.sh"
+    script.write_text('#!/bin/bash\nsed "s|^RIP: .*|& (decoded with $1)|"\n')
+    fake_kernel.set_case("other", "second", outcome="crash")
+    controller, workers = tmp_path / "controller", tmp_path / "workers"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(controller))
+    result = project.runpytest_subprocess(*remote_options(fake_kernel, workers, "-k", "other"))
+    result.assert_outcomes(passed=1, failed=1)
+    (build,) = (controller / "pytest-kunit" / "build").iterdir()
+    result.stdout.fnmatch_lines([f"RIP: 0010:fake_crashing_case+0x5/0x10 (decoded with {build / 'vmlinux'})"])
+
+
+def test_a_build_failure_on_the_controller_reaches_every_worker_as_its_paragraph(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.makefile(".kunitconfig", kunit="CONFIG_KUNIT=y\nCONFIG_NO_SUCH_OPTION=y\n")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "controller"))
+    result = project.runpytest_subprocess(*remote_options(fake_kernel, tmp_path / "workers"))
+    result.stdout.fnmatch_lines(["ERROR kunit.kunitconfig - The kernel configuration does not hold*"])
+    text = result.stdout.str()
+    assert "CONFIG_NO_SUCH_OPTION" in text and "What to do:" in text
+    assert "Traceback" not in text
+
+
+def test_workers_sharing_the_controllers_cache_fetch_nothing(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    result = project.runpytest_subprocess(*fake_kernel.options("-n", "2"))
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    assert "fetched from the controller" not in result.stdout.str()
+    assert not (fake_kernel.cache / "images").exists()
+
+
+def test_one_cache_has_one_identity(tmp_path: Path) -> None:
+    first = cache_id(tmp_path / "cache")
+    assert first == cache_id(tmp_path / "cache") != cache_id(tmp_path / "other")
+    assert [path.name for path in (tmp_path / "cache").iterdir()] == ["cache-id"]  # no scratch file left
