@@ -6,12 +6,14 @@ is built once for the whole tier.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import kcidb_io
 import pytest
 
 pytestmark = pytest.mark.real
@@ -125,6 +127,21 @@ def test_two_xdist_workers(tmp_path: Path) -> None:
     assert "guest boots: 2 " in process.stdout, report(process)
 
 
+def test_workers_with_a_cache_of_their_own_boot_the_controllers_image(tmp_path: Path) -> None:
+    """Workers as on other hosts (no tree, no cache): the controller's warm build travels to them, once."""
+    run(tmp_path, FRAMEWORK)  # built and listed in the default cache, as on the developer's machine
+    workers = tmp_path / "workers"
+    process, outcomes = run(tmp_path, FRAMEWORK, "-d", "--tx", f"2*popen//env:XDG_CACHE_HOME={workers}")
+    assert process.returncode == 0, report(process)
+    assert set(outcomes) >= FRAMEWORK_CASES
+    assert {name for name, outcome in outcomes.items() if outcome == "skipped"} == FRAMEWORK_SKIPS
+    assert "kernel builds: 0 " in process.stdout, report(process)
+    assert "fetched from the controller by hosts that share no cache with it: 1 " in process.stdout, report(process)
+    (image,) = (workers / "pytest-kunit" / "images").glob("*/vmlinux")
+    assert not (workers / "pytest-kunit" / "build").exists() and not (workers / "pytest-kunit" / "src").exists()
+    assert len(list((workers / "pytest-kunit" / "consoles" / image.parent.name).iterdir())) == 2  # a boot each
+
+
 FAULTS = "testsuites/faults/faults.kunitconfig"
 FAULT_OUTCOMES = {
     "faults.faults_pass_first": "passed",
@@ -150,7 +167,8 @@ def test_fault_suite_loses_nothing(tmp_path: Path) -> None:
         timeout=3600,
     )
     assert listed.returncode == 0, report(listed)
-    process, outcomes = run(tmp_path, FAULTS, "--kunit-timeout=10")
+    kcidb = tmp_path / "kcidb.json"
+    process, outcomes = run(tmp_path, FAULTS, "--kunit-timeout=10", f"--kunit-kcidb={kcidb}")
     assert outcomes == FAULT_OUTCOMES, report(process)
     text = process.stdout
     for expected in (
@@ -170,6 +188,20 @@ def test_fault_suite_loses_nothing(tmp_path: Path) -> None:
     # again (its verdict); then one boot after that hang and one after the panic.
     assert "guest boots: 4 " in text, report(process)
     assert "cases run again in a fresh guest: 1 " in text, report(process)
+    # The same run for KernelCI, valid by kcidb-io's schema: crashed and timed out are ERROR, with their evidence.
+    results = json.loads(kcidb.read_text())
+    kcidb_io.schema.V5_0.validate_exactly(results)
+    tests = {test["path"]: test for test in results["tests"]}
+    kcidb_status = {"passed": "PASS", "failure": "FAIL"}
+    statuses = {f"kunit.{name}": kcidb_status[outcome] for name, outcome in FAULT_OUTCOMES.items()}
+    for crashed in ("null_dereference", "bug", "hang_forever", "panic"):
+        statuses[f"kunit.faults.faults_{crashed}"] = "ERROR"
+    assert {path: test["status"] for path, test in tests.items()} == statuses
+    assert re.search(r"faults-test\.c:\d+", tests["kunit.faults.faults_null_dereference"]["log_excerpt"])
+    assert "kernel crash report:" in tests["kunit.faults.faults_bug"]["log_excerpt"]
+    (build,) = results["builds"]
+    assert build["config_name"] == FAULTS and "CONFIG_KUNIT=y" in build["misc"]["kunitconfig"]
+    assert results["checkouts"][0]["patchset_hash"]  # our series, applied to the packaged tarball
 
 
 MISC = "testsuites/misc-example/misc-example.kunitconfig"
