@@ -43,6 +43,7 @@ class Run:
 
 def run(tmp_path: Path, name: str, *args: str, env: dict[str, str] | None = None) -> Run:
     junit = tmp_path / f"{name}.xml"
+    started = time.monotonic()
     process = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--kunit", f"--junitxml={junit}", *args],
         cwd=ROOT,
@@ -59,6 +60,10 @@ def run(tmp_path: Path, name: str, *args: str, env: dict[str, str] | None = None
     builds = {
         match[1]: (Path(match[2]), int(match[3] or 0), int(match[4] or 0)) for match in _BUILT.finditer(process.stdout)
     }
+    # What each build cost, for docs/performance.md (seen with -s; never asserted: timings are not verdicts).
+    print(f"{name}: {time.monotonic() - started:.1f} s; load {os.getloadavg()[0]:.1f}")
+    for match in _BUILT.finditer(process.stdout):
+        print(f"    {match[0]}")
     return Run(process, outcomes, builds)
 
 
