@@ -10,6 +10,9 @@ fragment's build time, and ccache's hits, from the "built ..." lines pytest-kuni
   where a fragment may hit what an earlier fragment compiled.
 - ccache-warm: the same again into another empty pytest-kunit cache, ccache kept: a cold build with a warm ccache
   (a second checkout, or a pytest-kunit cache wiped with rm -rf).
+Any other name runs through ccache as it stands (ccache-of=testsuites/of.kunitconfig after ccache-cold on another
+fragment: what one fragment hits of another's compiles); a name ending in -cold wipes ccache first, one starting with
+plain runs without a wrapper.
 
 A scenario may name what it runs instead of testsuites/ (`plain=testsuites/kunit.kunitconfig`: one fragment).
 Every scenario's verdicts (case by case, from JUnit XML) must equal the first scenario's on the cases both ran: a
@@ -36,7 +39,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 _BUILT = re.compile(r"built (\S+) in ([\d.]+) s \(log: [^;)]*(?:; ccache: (\d+) of (\d+) compiles hit)?\)")
-SCENARIOS = {"plain": "none", "ccache-cold": "ccache", "ccache-warm": "ccache"}
+
+
+def wrapper_of(scenario: str) -> str:
+    """plain* runs without a wrapper, anything else through ccache; *-cold starts from an empty ccache."""
+    return "none" if scenario.startswith("plain") else "ccache"
 
 
 def outcomes(junit: Path) -> dict[str, str]:
@@ -51,7 +58,7 @@ def run(spec: str, workdir: Path, ccache_dir: Path, seed: Path | None, lock: Pat
     scenario, _, target = spec.partition("=")
     cache = workdir / scenario
     shutil.rmtree(cache, ignore_errors=True)
-    if scenario == "ccache-cold":
+    if scenario.endswith("-cold") and wrapper_of(scenario) == "ccache":
         shutil.rmtree(ccache_dir, ignore_errors=True)
     if seed is not None:  # the extracted, patched tree, hard-linked: builds never write into it (O= builds)
         (cache / "src").mkdir(parents=True)
@@ -59,7 +66,7 @@ def run(spec: str, workdir: Path, ccache_dir: Path, seed: Path | None, lock: Pat
             subprocess.run(["cp", "-al", str(tree), str(cache / "src" / tree.name)], check=True)
     junit = workdir / f"{scenario}.xml"
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--kunit", target or "testsuites/"]
-    command += [f"--kunit-cache-dir={cache}", f"--kunit-wrapper={SCENARIOS[scenario]}", f"--junitxml={junit}", *extra]
+    command += [f"--kunit-cache-dir={cache}", f"--kunit-wrapper={wrapper_of(scenario)}", f"--junitxml={junit}", *extra]
     env = os.environ | {"CCACHE_DIR": str(ccache_dir)}
     with lock.open("a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
