@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,6 +26,7 @@ from .runner import BootEdits, Kernel, Runner, Stats
 from .sanitizers import kconfig_lines as sanitizer_kconfig
 from .sanitizers import kernel_args as sanitizer_args
 from .sources import case_locations
+from .suitetable import case_list_digest
 from .tree import PreparedTree, enclosing_tree, patch_series, prepare
 
 
@@ -204,12 +206,28 @@ class SessionState:
         with cache_lock(cache_dir, f"list-{digest}", what, Progress(self.config)):
             listing = load_case_list(cache_dir, digest)
             if listing is None:
-                cases, attributes = list_cases(self.runner, kernel, kernel.features.attributes)
-                if locations is None:
+                # A new image with the same suite tables (the usual result of editing code) lists the same cases.
+                tables = self._tables_key(kernel)
+                listed = load_case_list(cache_dir, tables) if tables else None
+                if listed is None:
+                    cases, attributes = list_cases(self.runner, kernel, kernel.features.attributes)
+                    listed = CaseList(cases, {}, attributes)
+                    if tables:
+                        save_case_list(cache_dir, tables, listed)
+                if locations is None:  # the cases' lines in the C files may have moved since
                     locations = case_locations(kernel.tree, kernel.build.build_dir)
-                listing = CaseList(cases, locations, attributes)
+                listing = CaseList(listed.cases, locations, listed.attributes)
                 save_case_list(cache_dir, digest, listing)
             return listing
+
+    def _tables_key(self, kernel: Kernel) -> str | None:
+        """The case list's cache key by what the list is made of (suite tables, link order, KUnit itself), if the
+        build's objects tell it."""
+        tables = case_list_digest(kernel.build.build_dir)
+        if tables is None:
+            return None
+        action = "list_attr" if kernel.features.attributes else "list"
+        return "tables-" + hashlib.sha256(f"{kernel.build.build_dir}\0{action}\0{tables}".encode()).hexdigest()[:16]
 
 
 STATE = pytest.StashKey[SessionState]()

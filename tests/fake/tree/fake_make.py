@@ -11,8 +11,10 @@ import struct
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 TREE = Path(__file__).resolve().parent
 # make target -> the file holding the guest spec (UML's `linux` is a program beside it: see main)
@@ -79,6 +81,44 @@ def elf_image(payload: bytes) -> bytes:
     return b"\x7fELF" + bytes([2, 1, 1]) + bytes(9) + fields + payload + bytes(64)
 
 
+def suite_source(suite: dict[str, Any]) -> str:
+    """A suite as C, laid out as KUnit's: names and attributes are data, what a case does is code."""
+    cases, functions = [], []
+    for number, case in enumerate(suite["cases"]):
+        behaviour = {key: value for key, value in case.items() if key not in ("name", "attributes")}
+        code = zlib.crc32(json.dumps(behaviour, sort_keys=True).encode())
+        functions.append(f'static void case_{number}(void *test) {{ __asm__ volatile("" :: "r"({code}u)); }}')
+        speed = {"slow": 2, "very_slow": 3}.get(case.get("attributes", {}).get("speed"), 0)
+        cases.append(f'{{ case_{number}, "{case["name"]}", {speed} }},')
+    return "\n".join(
+        [
+            "struct kunit_case { void (*run_case)(void *); const char *name; int speed; };",
+            "struct kunit_suite { const char name[256]; struct kunit_case *test_cases; };",
+            *functions,
+            f"static struct kunit_case cases[] = {{ {' '.join(cases)} {{ 0 }} }};",
+            f'static struct kunit_suite suite = {{ .name = "{suite["name"]}", .test_cases = cases }};',
+            'static struct kunit_suite *table[] __attribute__((used, section(".kunit_test_suites"))) = { &suite };',
+        ]
+    )
+
+
+def link_objects(spec: dict[str, Any], out: Path) -> None:
+    """With "objects": true, what Kbuild leaves beside vmlinux: each suite compiled into an object of its own, KUnit's
+    core (lib/kunit/core.c) as another, and the thin archive vmlinux.a naming them in link order."""
+    objects = out / "lib/kunit"
+    objects.mkdir(parents=True, exist_ok=True)
+    members = []
+    for suite in spec["suites"]:
+        source = objects / f"{suite['name']}-test.c"
+        source.write_text(suite_source(suite))
+        members.append(objects / f"{suite['name']}-test.o")
+        subprocess.run(["gcc", "-O2", "-c", "-o", str(members[-1]), str(source)], check=True)
+    members.append(objects / "core.o")
+    subprocess.run(["gcc", "-O2", "-c", "-o", str(members[-1]), str(TREE / "lib/kunit/core.c")], check=True)
+    (out / "vmlinux.a").unlink(missing_ok=True)
+    subprocess.run(["ar", "cDPrST", "vmlinux.a", *(str(m.relative_to(out)) for m in members)], cwd=out, check=True)
+
+
 def main(target: str, build_dir: str) -> int:
     out = Path(build_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -107,6 +147,9 @@ def main(target: str, build_dir: str) -> int:
             suite = json.loads(fake_suite.read_text())
             if f"CONFIG_{suite['config']}=y" in dotconfig.read_text():
                 spec["suites"] += suite["suites"]
+        if spec.get("objects"):
+            link_objects(spec, out)
+            spec["core"] = zlib.crc32((TREE / "lib/kunit/core.c").read_bytes())  # KUnit's code is in the image too
         image.write_bytes(elf_image(json.dumps(spec).encode()))
         (out / "lib/kunit").mkdir(parents=True, exist_ok=True)
         (out / "lib/kunit/.kunit-example-test.o.cmd").write_text("cmd\n")
