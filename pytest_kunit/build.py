@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import time
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from .arch import Arch
 from .cache import CacheWarning, write_atomically
@@ -21,17 +22,25 @@ from .kconfig import Fragment, check_fragment, parse_fragment
 from .locking import cache_lock
 from .options import Wrapper
 from .processes import group
-from .tree import PreparedTree, unchanged_since
+from .progress import estimate
+from .tree import PreparedTree, changed_since
 from .wrapper import CompilerWrapping, ccache_counts, hit_note, prepare
 
 STAMP = ".pytest-kunit-stamp"
-SOURCES = ".pytest-kunit-sources"  # when the last build of a directory tree started (ns): newer files mean make
+SOURCES = ".pytest-kunit-sources"  # when the last build started reading the tree (ns), and what had changed just before
+RECENT = 1000  # changes in the second before a build started that it records (more: the next run builds again)
 STEPS = ".pytest-kunit-steps"
 BUILD_TOOLS = ("make", "gcc", "flex", "bison", "bc")
 _STEP = re.compile(r"^\s+([A-Z][A-Z0-9_]*)\s+(\S+)")
 _ERROR = re.compile(r"(error:|Error \d|undefined reference|\*\*\*|fatal:)")
 
-ProgressCallback = Callable[[str], None]
+
+class ProgressCallback(Protocol):
+    """What a build tells a person: work advancing (throttled) and each phase starting (always)."""
+
+    def __call__(self, message: str) -> None: ...
+
+    def phase(self, message: str, terminal: bool = True) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -121,13 +130,44 @@ def _configure(
     check_fragment(fragment, current, request.tree.path, request.arch.make.source_arch)
 
 
+def _configured(tree: Path, build_dir: Path) -> bool:
+    """Whether `make syncconfig` would leave `.config` as it is, so the edit-build-test loop need not run it: the
+    directory's fragment (its key) was completed after the last change to `.config` and to every Kconfig file
+    Kbuild lists as read for it (include/config/auto.conf.cmd). What else that list names (compiler, ARCH) `make`
+    checks itself, and Kconfig recomputes such symbols from the environment whatever `.config` holds."""
+    auto_conf = build_dir / "include/config/auto.conf"
+    try:
+        completed = auto_conf.stat().st_mtime_ns
+        if (build_dir / ".config").stat().st_mtime_ns > completed:
+            return False
+        listed = (build_dir / "include/config/auto.conf.cmd").read_text()
+        kconfigs = re.findall(r"^\t(\S+) \\$", listed, re.MULTILINE)
+        return bool(kconfigs) and all((tree / name).stat().st_mtime_ns <= completed for name in kconfigs)
+    except OSError:
+        return False
+
+
+def _expected_steps(build_dir: Path) -> tuple[int, str]:
+    """How many steps make will likely print: this configuration's last build, else the median of the cache's other
+    builds (a cold build of a new configuration), else unknown (0)."""
+    own = build_dir / STEPS
+    if own.exists():
+        return int(own.read_text()), "as its last build"
+    others = sorted(int(path.read_text()) for path in build_dir.parent.glob(f"*/{STEPS}") if path.read_text().isdigit())
+    if others:
+        return others[len(others) // 2], "as a build of another configuration"
+    return 0, ""
+
+
 def _run_make(
     request: BuildRequest, build_dir: Path, log: Path, progress: ProgressCallback, wrapping: CompilerWrapping
 ) -> None:
-    steps_file = build_dir / STEPS
-    expected = int(steps_file.read_text()) if steps_file.exists() else 0
+    expected, like = _expected_steps(build_dir)
     command = _make(request, build_dir, f"-j{request.jobs}", request.arch.make.target)
+    about = f"about {expected} steps {like}" if expected else "step count unknown"
+    progress.phase(f"building kernel: make -j{request.jobs} {request.arch.make.target} ({about}); log: {log}")
     steps = 0
+    started = time.monotonic()
     output = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True, "errors": "replace"}
     output["env"] = os.environ | wrapping.env
     with log.open("a") as stream, group(command, **output) as process:
@@ -137,8 +177,8 @@ def _run_make(
             step = _STEP.match(line)
             if step:
                 steps += 1
-                total = f"/~{expected}" if expected > steps else ""
-                progress(f"building kernel: {steps}{total} {step.group(1)} {step.group(2)}")
+                so_far = estimate(steps, expected, time.monotonic() - started)
+                progress(f"building kernel: {so_far}: {step.group(1)} {step.group(2)}")
         returncode = process.wait()
     if returncode != 0:
         lines = log.read_text(errors="replace").splitlines()
@@ -148,12 +188,13 @@ def _run_make(
             f"fix the errors below; the whole log is {log}.",
             detail="\n".join(errors or lines[-20:]),
         )
-    if steps:
-        steps_file.write_text(str(max(steps, expected)))
+    steps_file = build_dir / STEPS
+    if (steps and not steps_file.exists()) or steps > expected:
+        steps_file.write_text(str(steps))  # the largest count: what a cold build takes
 
 
 def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
-    """Build once per (tree, config) however many processes ask; skip make entirely when a fixed tree is stamped."""
+    """Build once per (tree, config) however many processes ask; skip make entirely when nothing changed since."""
     fragment = full_fragment(request)
     build_key = _digest(request.tree.key, request.arch.name, fragment.text())
     build_dir = request.cache_dir / "build" / build_key
@@ -168,24 +209,29 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
         record = ImageRecord.parse(recorded[2:])
         checked = _whole_image(image, request.arch.make.elf, record)
         same_inputs = checked is not None and recorded[:1] == [stamp]
-        # A fixed tree cannot have changed; any other tree may have, unless this very run already built it or none of
-        # its files has changed since the last build started.
+        # Any tree may have been edited since its last build, the extracted packaged one as much as a checkout (the
+        # edit-build-test loop): it is current if this very run built it, or no file in it is newer than the start
+        # of its last build.
         sources = build_dir / SOURCES
         up_to_date = same_inputs and (
-            request.tree.fixed or recorded[1:2] == [request.session] or _unchanged(request.tree.path, sources)
+            recorded[1:2] == [request.session] or _unchanged(request.tree, stamp_file, sources)
         )
         note = ""
         if not up_to_date:
-            # File times come from a coarse clock that may lag this one: take a second's margin.
-            build_started_ns = time.time_ns() - 1_000_000_000
+            snapshot = _snapshot(request.tree.path)
             _check_tools(request.arch)
             wrapping = prepare(request.wrapper, request.arch.make, build_dir, request.tree.path)
             stamp_file.unlink(missing_ok=True)
             log.write_text(
                 f"# pytest-kunit build of {request.tree.path} into {build_dir}\n# compiler: {wrapping.describe}\n"
             )
-            progress("configuring kernel")
-            _configure(request, build_dir, fragment, log, wrapping)
+            if _configured(request.tree.path, build_dir):
+                check_fragment(
+                    fragment, (build_dir / ".config").read_text(), request.tree.path, request.arch.make.source_arch
+                )
+            else:
+                progress.phase(f"configuring kernel in {build_dir}")
+                _configure(request, build_dir, fragment, log, wrapping)
             before = ccache_counts(wrapping)
             _run_make(request, build_dir, log, progress, wrapping)
             note = hit_note(before, ccache_counts(wrapping))
@@ -200,19 +246,34 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
         assert checked is not None
         if not up_to_date or checked.record != record:  # a new image, or one recorded less fully (older stamps)
             write_atomically(stamp_file, f"{stamp}\n{request.session}\n{checked.record.lines()}")
-        if not up_to_date and not request.tree.fixed:
-            write_atomically(sources, str(build_started_ns))
+        if not up_to_date:
+            write_atomically(sources, snapshot)
         seconds = time.monotonic() - started
         return BuildResult(image, checked.record.digest, build_dir, not up_to_date, seconds, log, note)
 
 
-def _unchanged(tree: Path, sources: Path) -> bool:
-    """Whether the tree is as it was when the recorded build started."""
+def _snapshot(tree: Path) -> str:
+    """The tree as a build starts reading it, for SOURCES. File times come from a coarse clock that may lag this one:
+    the build vouches for what changed after a second before its start, as it is now (what the runner itself wrote
+    just before: patches, out-of-tree suites), so only later changes rebuild."""
+    since = time.time_ns() - 1_000_000_000
+    return json.dumps({"since": since, "recent": changed_since(tree, since, RECENT) or {}})
+
+
+def _unchanged(tree: PreparedTree, stamp: Path, sources: Path) -> bool:
+    """Whether the tree is as it was when the recorded build started (for an extracted tarball built before start
+    times were recorded, when edits there went unbuilt: as it was when that build ended)."""
     try:
-        since = int(sources.read_text())
+        recorded = json.loads(sources.read_text())
     except (OSError, ValueError):
+        if not tree.extracted or not stamp.exists():
+            return False
+        recorded = stamp.stat().st_mtime_ns
+    since, recent = (recorded, {}) if isinstance(recorded, int) else (recorded.get("since"), recorded.get("recent"))
+    if not isinstance(since, int) or not isinstance(recent, dict):
         return False
-    return unchanged_since(tree, since)
+    now = changed_since(tree.path, since, len(recent))
+    return now is not None and all(recent.get(path) == mtime for path, mtime in now.items())
 
 
 def _whole_image(image: Path, elf: bool, recorded: ImageRecord | None) -> ImageCheck | None:

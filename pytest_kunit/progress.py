@@ -9,6 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+LOG_EVERY = 15.0  # seconds between two progress lines in a log (CI): enough to see it move, not to fill it
+
 
 def _isatty(reporter: object) -> bool:
     # TerminalReporter.isatty became a method in pytest 8.4; before, it was a plain bool attribute.
@@ -34,19 +36,29 @@ class Progress:
             yield
 
     def __call__(self, message: str) -> None:
+        """Work advancing: a terminal sees each message (ten a second at most), a log one line per 15 s at most."""
         if self.reporter is None:
             return
         now = time.monotonic()
         if _isatty(self.reporter):
             if now - self._last >= 0.1:
-                width = shutil.get_terminal_size().columns
-                with self._uncaptured():
-                    self.reporter.rewrite(f"kunit: {message}"[: width - 1], erase=True, flush=True)
+                self._rewrite(message)
                 self._last = now
-        elif now - self._last >= 15:
-            with self._uncaptured():
-                self.reporter.write_line(f"kunit: {message}", flush=True)
+        elif now - self._last >= LOG_EVERY:
+            self._line(message)
             self._last = now
+
+    def phase(self, message: str, terminal: bool = True) -> None:
+        """A phase starts (extract, configure, build, list, boot): always shown, on a log as a line of its own;
+        `terminal=False` leaves a terminal alone (pytest's own progress is on it then)."""
+        if self.reporter is None:
+            return
+        if _isatty(self.reporter):
+            if terminal:
+                self._rewrite(message)
+        else:
+            self._line(message)
+        self._last = time.monotonic()
 
     def done(self, message: str) -> None:
         if self.reporter is None:
@@ -55,3 +67,28 @@ class Progress:
             if _isatty(self.reporter):
                 self.reporter.rewrite("", erase=True)
             self.reporter.write_line(f"kunit: {message}", flush=True)
+
+    def _rewrite(self, message: str) -> None:
+        assert self.reporter is not None
+        width = shutil.get_terminal_size().columns
+        with self._uncaptured():
+            self.reporter.rewrite(f"kunit: {message}"[: width - 1], erase=True, flush=True)
+
+    def _line(self, message: str) -> None:
+        assert self.reporter is not None
+        with self._uncaptured():
+            self.reporter.write_line(f"kunit: {message}", flush=True)
+
+
+def estimate(done: int, expected: int, elapsed: float) -> str:
+    """How far a build is, for a person: steps done of those expected, time so far and an estimate of what is left."""
+    so_far = f"{done} steps, {_duration(elapsed)} so far"
+    if expected <= done or done == 0:
+        return so_far
+    left = elapsed / done * (expected - done)
+    return f"{done} of ~{expected} steps, {_duration(elapsed)} so far, about {_duration(left)} left"
+
+
+def _duration(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"

@@ -109,6 +109,7 @@ class Runner:
         stats: Stats,
         sink: Callable[[str], None] | None = None,
         edits: BootEdits = BootEdits(),
+        announce: Callable[[str], None] = lambda message: None,
     ) -> None:
         self.settings = settings
         self.stats = stats
@@ -126,6 +127,8 @@ class Runner:
         # Where crash reports are decoded: here, or (remote.py) on the host that built the kernel and has its tree.
         self.decode: Callable[[Kernel, tuple[str, ...]], tuple[str, ...]] = decode_locally
         self._boot_number = 0
+        self.announce = announce  # told when a kernel's first test boot starts
+        self._announced: set[str] = set()
 
     def set_plan(self, cases: Sequence[PlannedCase], plan: Mapping[str, str]) -> None:
         """Group the selected cases by the batch `plan` (node id -> batch) puts them in."""
@@ -163,6 +166,10 @@ class Runner:
         known = self.outcomes.setdefault(kernel.key, {})
         stops: dict[CaseId | None, list[Stop]] = {}  # how guests stopped with a case in flight (None: before KUnit)
         named_singly = False
+        if kernel.key not in self._announced:
+            self._announced.add(kernel.key)
+            image = kernel.build.image
+            self.announce(f"booting the kernel of {kernel.key} ({image}): {len(wanted)} cases in its first boot")
         # Each boot gives a case an outcome or a rerun, and a case is rerun at most twice.
         for _ in range(3 * len(wanted) + 2):
             remaining = sorted((case for case in wanted if case not in known), key=lambda case: order.get(case, 0))

@@ -66,7 +66,7 @@ class SessionState:
 
     def __post_init__(self) -> None:
         sink = self._raw_sink() if self.settings.raw else None
-        self.runner = Runner(self.settings, self.stats, sink, self._boot_edits())
+        self.runner = Runner(self.settings, self.stats, sink, self._boot_edits(), self._announce)
 
     def _boot_edits(self) -> BootEdits:
         """The pytest_kunit_kernel_args and pytest_kunit_qemu_command hooks, as the runner calls them."""
@@ -101,6 +101,10 @@ class SessionState:
         for name, lines in sanitizer_kconfig(self.settings.sanitize).items():
             fragment = fragment + parse_fragment("\n".join(lines), f"--kunit-sanitize {name}")
         return fragment
+
+    def _announce(self, message: str) -> None:
+        # In a log only: a terminal shows pytest's own progress while cases run.
+        Progress(self.config).phase(message, terminal=False)
 
     def _raw_sink(self) -> Callable[[str], None]:
         def sink(line: str) -> None:
@@ -142,7 +146,8 @@ class SessionState:
         key = (choice.source, choice.patch_dirs, writable)
         if key not in self._trees:
             cache_dir = self.settings.cache_dir
-            self._trees[key] = prepare(choice.source, choice.patch_dirs, cache_dir, writable, Progress(self.config))
+            phase = Progress(self.config).phase
+            self._trees[key] = prepare(choice.source, choice.patch_dirs, cache_dir, writable, phase)
             Progress(self.config).done(self.describe(choice))
         return self._trees[key]
 
@@ -209,7 +214,11 @@ class SessionState:
                 # A new image with the same suite tables (the usual result of editing code) lists the same cases.
                 tables = self._tables_key(kernel)
                 listed = load_case_list(cache_dir, tables) if tables else None
-                if listed is None:
+                progress = Progress(self.config)
+                if listed is not None:
+                    progress.phase(f"the case list of {kernel.build.image} is unchanged (the same suite tables)")
+                else:
+                    progress.phase(f"listing the cases of {kernel.build.image}: one boot with kunit.action=list")
                     cases, attributes = list_cases(self.runner, kernel, kernel.features.attributes)
                     listed = CaseList(cases, {}, attributes)
                     if tables:

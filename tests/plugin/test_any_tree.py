@@ -147,3 +147,7 @@ def test_build_progress_reaches_a_non_terminal_log(project: pytest.Pytester, fak
     text = result.stdout.str()
     assert text.index("kunit: built kunit.kunitconfig") < text.index("collected 6 items")
     assert "Captured stdout" not in text
+    # Each phase starts with a line of its own, in order, however quickly the fake kernel goes through them.
+    phases = ["kunit: configuring kernel", "kunit: building kernel: make", "kunit: listing the cases", "kunit: booting"]
+    positions = [text.index(phase) for phase in phases]
+    assert positions == sorted(positions)

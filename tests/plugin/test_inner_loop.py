@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import tarfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +94,50 @@ def test_without_objects_every_new_image_is_listed(project: pytest.Pytester, fak
     result, boots = run(project, fake_kernel)
     result.assert_outcomes(failed=1)
     assert boots == ["list", "test"]
+
+
+def test_an_edit_to_the_extracted_packaged_tree_is_built(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path
+) -> None:
+    """The packaged tarball's tree in the cache is a tree like any other: an edit there is built and run, never the
+    image of the tree as it was extracted."""
+    tarball = tmp_path / "linux-source.tar.gz"
+    with tarfile.open(tarball, "w:gz") as archive:
+        archive.add(fake_kernel.tree, arcname="linux-source")
+    options = [
+        f"--kunit-kernel-src={tarball}" if o.startswith("--kunit-kernel-src") else o for o in fake_kernel.options()
+    ]
+    first = project.runpytest(*options, "-k", "example_simple_test")
+    first.assert_outcomes(passed=1)
+    (extracted,) = fake_kernel.cache.glob("src/*/guest.json")
+    spec = json.loads(extracted.read_text())
+    spec["suites"][0]["cases"][0]["outcome"] = "fail"
+    time.sleep(1.1)  # the runner allows file times a second's lag behind the build's start
+    extracted.write_text(json.dumps(spec))
+    edited = project.runpytest(*options, "-k", "example_simple_test")
+    edited.stdout.fnmatch_lines(["*kernel builds: 1 *"])
+    edited.assert_outcomes(failed=1)
+    again = project.runpytest(*options, "-k", "example_simple_test")
+    again.stdout.fnmatch_lines(["*kernel builds: 0 *"])
+    again.assert_outcomes(failed=1)
+
+
+def test_configuration_is_completed_again_only_after_a_kconfig_change(
+    project: pytest.Pytester, fake_kernel: FakeKernel
+) -> None:
+    """An edit to a source leaves the configuration as it is (no syncconfig); an edit to a Kconfig file Kbuild
+    lists as read completes the fragment again, and a symbol it no longer allows is reported."""
+    run(project, fake_kernel)[0].assert_outcomes(passed=1)
+    (make_runs,) = fake_kernel.cache.glob("build/*/make-runs")
+    assert make_runs.read_text().split() == ["syncconfig", "vmlinux"]
+    fake_kernel.set_case("example", "example_simple_test", outcome="fail")
+    run(project, fake_kernel)[0].assert_outcomes(failed=1)
+    assert make_runs.read_text().split() == ["syncconfig", "vmlinux", "vmlinux"]
+    kconfig = fake_kernel.tree / "Kconfig"
+    kconfig.write_text(
+        kconfig.read_text().replace("config KUNIT_EXAMPLE_TEST\n", "config KUNIT_EXAMPLE_TEST\n\tdepends on NET\n")
+    )
+    result = run(project, fake_kernel)[0]
+    assert make_runs.read_text().split() == ["syncconfig", "vmlinux", "vmlinux", "syncconfig"]
+    result.stdout.fnmatch_lines(["*CONFIG_KUNIT_EXAMPLE_TEST*NET*"])
+    assert result.ret != 0

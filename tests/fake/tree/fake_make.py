@@ -31,6 +31,15 @@ def kconfig_lines(path: Path) -> Iterator[str]:
             yield line
 
 
+def kconfig_files(path: Path) -> Iterator[str]:
+    """The Kconfig files Kconfig reads, relative to the tree: `path` and every file it sources."""
+    yield str(path.relative_to(TREE))
+    for line in path.read_text().splitlines():
+        source = re.match(r'\s*source "(.*)"', line)
+        if source:
+            yield from kconfig_files(TREE / source.group(1))
+
+
 def symbols() -> tuple[dict[str, list[str]], set[str]]:
     """Each symbol's dependencies, and the symbols that default to y."""
     defined: dict[str, list[str]] = {}
@@ -127,6 +136,11 @@ def main(target: str, build_dir: str) -> int:
     dotconfig = out / ".config"
     if target in ("olddefconfig", "syncconfig"):
         olddefconfig(dotconfig)
+        if target == "syncconfig":  # what Kbuild's syncconfig leaves: auto.conf, and the Kconfig files it read
+            (out / "include/config").mkdir(parents=True, exist_ok=True)
+            (out / "include/config/auto.conf").write_text(dotconfig.read_text())
+            listed = "".join(f"\t{name} \\\n" for name in kconfig_files(TREE / "Kconfig"))
+            (out / "include/config/auto.conf.cmd").write_text(f"deps_config := \\\n{listed}\n")
     elif target in IMAGES:
         # The compiler, by name from make's PATH, as Kbuild runs it (a compiler wrapper's script, if there is one).
         subprocess.run(["gcc", "--version"], capture_output=True, check=False)
