@@ -70,3 +70,32 @@ def test_in_tree_lib_kunit_matches_kunit_py(tree_6_12: Path, tmp_path: Path) -> 
     # Nothing deselected: one test boot, with no filter, runs everything (6.12's filter takes one glob only).
     assert "boot 1: (none: every case)" in process.stdout, report
     assert "boot 2:" not in process.stdout, report
+
+
+def run_example_simple_test(tree: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "pytest", "--kunit", "-v", "-p", "no:cacheprovider", "lib/kunit/"]
+    return subprocess.run(
+        [*command, "-k", "example_simple_test"], cwd=tree, capture_output=True, text=True, timeout=3600
+    )
+
+
+def test_the_edit_build_test_loop_lists_again_only_when_names_change(tree_6_12: Path) -> None:
+    """Appending a line to a test source rebuilds and boots once (the case list read from the objects' suite
+    tables); renaming the suite lists again. Incremental builds of the tree the test above built: three of them,
+    the last putting the source back."""
+    source = tree_6_12 / "lib/kunit/kunit-example-test.c"
+    original = source.read_text()
+    try:
+        run_example_simple_test(tree_6_12)  # current, whatever ran before
+        source.write_text(original + "// pytest-kunit real tier: an edit\n")
+        edited = run_example_simple_test(tree_6_12)
+        report = edited.stdout[-6000:]
+        assert "kernel builds: 1 " in edited.stdout and "guest boots: 1 " in edited.stdout, report
+        assert "the case list of" in edited.stdout and "PASSED" in edited.stdout, report
+        source.write_text(original.replace('.name = "example",', '.name = "example_renamed",', 1))
+        renamed = run_example_simple_test(tree_6_12)
+        report = renamed.stdout[-6000:]
+        assert "kernel builds: 1 " in renamed.stdout and "guest boots: 2 " in renamed.stdout, report
+        assert "example_renamed::example_simple_test PASSED" in renamed.stdout, report
+    finally:
+        source.write_text(original)
