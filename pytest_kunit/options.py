@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 DEFAULT_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
-# The series' kunit.timeout takes whole seconds from 1 to KUNIT_MAX_TIMEOUT_SECS (include/kunit/try-catch.h) and
-# ignores anything else, keeping its 300 s: refuse here what the kernel would silently refuse.
+# The series' kunit.timeout takes whole seconds from 1 to KUNIT_MAX_TIMEOUT_SECS (lib/kunit/try-catch-impl.h) and
+# ignores anything else, keeping its 300 s: refuse here what the kernel would silently refuse. Upstream's (6.17+)
+# takes any number of seconds, so this range means the same there.
 MAX_CASE_TIMEOUT = 86400
 
 

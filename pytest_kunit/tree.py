@@ -83,10 +83,11 @@ def detect_features(tree: Path) -> TreeFeatures:
             return ""
 
     executor = text("lib/kunit/executor.c")
-    try_catch = text("lib/kunit/try-catch.c")
+    # Our series declares kunit.timeout in try-catch.c, upstream (6.17+, a base the speed attribute scales) in test.c.
+    timeout_files = text("lib/kunit/try-catch.c") + text("lib/kunit/test.c")
     return TreeFeatures(
         filter_list="comma-separated" in executor,
-        case_timeout="MODULE_PARM_DESC(timeout" in try_catch,
+        case_timeout="MODULE_PARM_DESC(timeout" in timeout_files,
         attributes='"list_attr"' in executor,
     )
 

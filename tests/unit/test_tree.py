@@ -226,6 +226,20 @@ def test_detect_features(tmp_path: Path) -> None:
     assert detect_features(tmp_path) == TreeFeatures(filter_list=False, case_timeout=True)
 
 
+def test_detect_features_finds_upstreams_timeout_in_test_c(tmp_path: Path) -> None:
+    # Upstream's kunit.timeout (6.17+, commit 5ac244b9cc8f) lives in test.c and means the same for a case of normal
+    # speed: the runner passes it there too.
+    kunit = tmp_path / "lib" / "kunit"
+    kunit.mkdir(parents=True)
+    (kunit / "try-catch.c").write_text("void kunit_try_catch_run(struct kunit_try_catch *try_catch, void *context)\n")
+    (kunit / "test.c").write_text(
+        "static unsigned long kunit_base_timeout = CONFIG_KUNIT_DEFAULT_TIMEOUT;\n"
+        "module_param_named(timeout, kunit_base_timeout, ulong, 0644);\n"
+        'MODULE_PARM_DESC(timeout, "Set the base timeout for Kunit test cases");\n'
+    )
+    assert detect_features(tmp_path) == TreeFeatures(filter_list=False, case_timeout=True)
+
+
 def test_detect_features_recognises_our_kernel_series(tmp_path: Path) -> None:
     """The markers detect_features looks for are what kernel-patches/ really adds (added lines only)."""
     series = Path(__file__).resolve().parents[2] / "kernel-patches"
