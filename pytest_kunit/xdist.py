@@ -72,8 +72,7 @@ class KunitXdist:
         self.config = config
         settings = config.stash[STATE].settings
         self.durations = load_durations(settings.cache_dir, config.rootpath)
-        self.cache_id = cache_id(settings.cache_dir)
-        self.images: ImageService | None = None
+        self.images: ImageService | None = None  # made for the first worker: a worker process has no use for it
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -82,7 +81,7 @@ class KunitXdist:
         if self.images is None:
             self.images = ImageService(self.config.stash[STATE])
         node.workerinput[SERVICE_KEY] = self.images.open_for(node)
-        node.workerinput[CACHE_ID_KEY] = self.cache_id
+        node.workerinput[CACHE_ID_KEY] = cache_id(self.config.stash[STATE].settings.cache_dir)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
