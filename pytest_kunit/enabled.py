@@ -14,7 +14,8 @@ from _pytest.junitxml import xml_key
 from .arch import Arch
 from .blame import OUTSIDE_KEY
 from .cache import load_durations, save_durations
-from .errors import KunitWarning
+from .coverage_report import COVERAGE_KEY, gcovr_command, keep_counters, make_report
+from .errors import KunitError, KunitWarning
 from .items import MARKERS, KunitCase, KunitconfigFile, collects, fragment_nodeid
 from .kcidb import REPORT_KEY, KcidbWriter, case_run
 from .launch import launcher
@@ -36,6 +37,11 @@ def start(config: pytest.Config, settings: Settings, arch: Arch) -> None:
         if source is not None:
             note = f"pytest-kunit: {source} does not apply to arch {arch.name}, and is ignored: {guest.unused_why}"
             config.issue_config_time_warning(KunitWarning(note), stacklevel=2)
+    if settings.coverage is not None:
+        try:
+            gcovr_command()  # before any build: a missing gcovr is known at once
+        except KunitError as error:
+            raise pytest.UsageError(error.render()) from None
     state = config.stash[STATE] = SessionState(config, settings, arch, session=run_id(config))
     state.remote = worker_client(config, settings.cache_dir, state.stats)
     if state.remote is not None:
@@ -46,6 +52,19 @@ def start(config: pytest.Config, settings: Settings, arch: Arch) -> None:
         from .xdist import KunitXdist
 
         config.pluginmanager.register(KunitXdist(config), "kunit-xdist")
+
+
+def coverage_summary(state: SessionState) -> list[str]:
+    """The run's coverage report, made from every boot's counters; its summary, or why there is none."""
+    boots, output = [Path(boot) for boot in state.runner.coverage_boots], state.settings.coverage
+    if output is None:
+        return []
+    try:
+        return make_report(boots, output).summary()
+    except KunitError as error:
+        return ["no coverage report: " + error.render()]
+    finally:
+        keep_counters(boots, output)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
@@ -106,9 +125,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         workeroutput["kunit_suite_seconds"] = state.runner.suite_seconds
         workeroutput[OUTSIDE_KEY] = state.runner.outside.dump()
         workeroutput["kunit_kernels"] = [asdict(kernel) for kernel in state.kernels.values()]
+        workeroutput[COVERAGE_KEY] = state.runner.coverage_boots
     else:
         save_durations(state.settings.cache_dir, session.config.rootpath, state.runner.suite_seconds)
         state.runner.outside.fail_session(session)
+        state.coverage = coverage_summary(state)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -129,6 +150,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             f"cases run again in a fresh guest: {stats.reruns} (an earlier crash in their guest, or a signal from "
             "outside; each case's report says which)"
         )
+    for line in state.coverage:
+        terminalreporter.write_line(line)
     if config.option.verbose > 0:
         for number, kernel_filter in enumerate(stats.filters, 1):
             terminalreporter.write_line(f"boot {number}: {kernel_filter}")

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 DEFAULT_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+COVERAGE_DIR = "kunit-coverage"
 # The series' kunit.timeout takes whole seconds from 1 to KUNIT_MAX_TIMEOUT_SECS (lib/kunit/try-catch-impl.h) and
 # ignores anything else, keeping its 300 s: refuse here what the kernel would silently refuse. Upstream's (6.17+)
 # takes any number of seconds, so this range means the same there.
@@ -48,7 +49,9 @@ class Isolate(enum.Enum):
 class Option:
     name: str  # the ini key; the command-line flag is --name with dashes
     help: str
-    kind: str = "string"  # "bool", "string", "path" (relative to the rootdir in an ini file), "paths" (repeatable)
+    # "bool", "string", "path" (relative to the rootdir in an ini file), "paths" (repeatable), "optional path" (the
+    # flag alone, or with a value)
+    kind: str = "string"
 
     @property
     def flag(self) -> str:
@@ -110,6 +113,12 @@ OPTIONS = (
         "guest architecture: x86_64 (the default), arm64 (cross-built, QEMU's virt machine) or um (User Mode Linux)",
     ),
     Option(
+        "kunit_coverage",
+        "build with GCOV and write a coverage report of the code the run's cases exercised (HTML, Cobertura and "
+        f"lcov) into DIR (default {COVERAGE_DIR}), with a line summary per tested file; write --kunit-coverage=DIR",
+        "optional path",
+    ),
+    Option(
         "kunit_sanitize",
         "comma-separated sanitizers to build every kernel with: kasan, ubsan, lockdep, atomic-sleep, debugobjects, "
         "kcsan, kmemleak; a report printed while a case runs fails that case, one printed outside any case fails "
@@ -147,6 +156,7 @@ class Settings:
     sanitize: tuple[str, ...] = ()  # names from sanitizers.py, in its order
     kcidb: Path | None = None  # where to write the KCIDB report; None: no report
     kcidb_origin: str = "pytest_kunit"
+    coverage: Path | None = None  # where the coverage report goes; None: no coverage
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -155,6 +165,9 @@ def add_options(parser: pytest.Parser) -> None:
         if option.kind == "bool":
             group.addoption(option.flag, action="store_true", default=None, dest=option.name, help=option.help)
             parser.addini(option.name, option.help, type="bool", default=False)
+        elif option.kind == "optional path":
+            group.addoption(option.flag, nargs="?", const="", default=None, dest=option.name, help=option.help)
+            parser.addini(option.name, option.help, default=None)
         elif option.kind == "paths":
             group.addoption(option.flag, action="append", default=None, dest=option.name, help=option.help)
             parser.addini(option.name, option.help, type="linelist", default=[])
@@ -263,6 +276,24 @@ def _sanitizers(value: Any) -> tuple[str, ...]:
     return parse_names(str(value))
 
 
+def _coverage_dir(config: pytest.Config) -> Path | None:
+    """--kunit-coverage's report directory: the flag alone means kunit-coverage/ where pytest was started (or, from an
+    ini file, beside it); a fragment given as its value was meant as a test to run."""
+    value, source = _raw(config, "kunit_coverage")
+    if value is None or str(value).lower() in ("false", "no", "0"):
+        return None
+    text = str(value)
+    if text.endswith(".kunitconfig") or (config.invocation_params.dir / text).is_file():
+        raise pytest.UsageError(
+            f"{source}: {text!r} is a file, not a report directory; write --kunit-coverage=DIR, or put "
+            "--kunit-coverage after the fragments"
+        )
+    base = config.rootpath if _in_ini_file(source) else config.invocation_params.dir
+    if text in ("", "true", "yes", "1"):
+        text = COVERAGE_DIR
+    return (base / text).expanduser().resolve()
+
+
 def default_patch_dirs() -> tuple[Path, ...]:
     """pytest-kunit's own series, from the source checkout the plugin runs from (wherever pytest was started)."""
     series = Path(__file__).resolve().parent.parent / "kernel-patches"
@@ -342,4 +373,5 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         sanitize=_convert(config, "kunit_sanitize", (), _sanitizers, "a comma-separated list of: " + _SANITIZER_NAMES),
         kcidb=_convert(config, "kunit_kcidb", None, _path, "a path"),
         kcidb_origin=_convert(config, "kunit_kcidb_origin", "pytest_kunit", _origin, "an origin of a-z, 0-9 and _"),
+        coverage=_coverage_dir(config),
     )

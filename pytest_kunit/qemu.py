@@ -59,6 +59,7 @@ class BootRequest:
     deadline: float | None = None  # seconds the whole boot may last
     deadline_source: str = ""  # where the deadline came from, for the message when it kills a guest
     edit_command: Callable[[list[str]], None] | None = None  # a last edit of the QEMU command, in place
+    initrd: Path | None = None
 
 
 @dataclass
@@ -89,7 +90,12 @@ def _kill_live_guests() -> None:
 
 
 def command_line(request: BootRequest) -> list[str]:
-    command = launcher(request.arch).command(request.image, request.kernel_args, request.accel, request.qemu)
+    kernel_args = request.kernel_args
+    if request.initrd is not None and request.arch.qemu is None:
+        kernel_args = (*kernel_args, f"initrd={request.initrd}")  # UML reads its initramfs from a host file
+    command = launcher(request.arch).command(request.image, kernel_args, request.accel, request.qemu)
+    if request.initrd is not None and request.arch.qemu is not None:
+        command[1:1] = ["-initrd", str(request.initrd)]
     if request.edit_command is not None:
         request.edit_command(command)
     return command

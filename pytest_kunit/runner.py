@@ -14,6 +14,7 @@ from .accel import Accelerator, kvm_failure
 from .arch import Arch
 from .blame import OutsideReport, OutsideReports, blame
 from .build import BuildResult
+from .coverage_report import save_boot
 from .decode import decode_stacktrace
 from .errors import KunitError
 from .findings import Finding, find_reports, place
@@ -45,7 +46,8 @@ class Kernel:
     tree: Path
     cases: tuple[CaseId, ...]
     attributes: Mapping[CaseId, Attributes] = field(default_factory=dict)  # from a kunit.action=list_attr boot
-    boot_args: tuple[str, ...] = ()  # on every boot of this image (its sanitizers' own)
+    boot_args: tuple[str, ...] = ()  # on every boot of this image (its sanitizers' own, coverage's)
+    initrd: Path | None = None  # coverage's initramfs
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,8 @@ class Runner:
         self.outside = OutsideReports()  # sanitizer reports printed while no case ran
         # Where crash reports are decoded: here, or (remote.py) on the host that built the kernel and has its tree.
         self.decode: Callable[[Kernel, tuple[str, ...]], tuple[str, ...]] = decode_locally
+        self.coverage_runs: Path | None = None  # where each boot's GCOV counters go, with --kunit-coverage
+        self.coverage_boots: list[str] = []  # the boots whose counters were kept (this process's; a controller's too)
         self._boot_number = 0
         self.announce = announce  # told when a kernel's first test boot starts
         self._announced: set[str] = set()
@@ -228,6 +232,7 @@ class Runner:
                 deadline=deadline,
                 deadline_source=source,
                 edit_command=functools.partial(self.edits.qemu_command, kernel),
+                initrd=kernel.initrd,
             )
             kvm = request.accel == "kvm"
             record, events = boot(
@@ -257,6 +262,10 @@ class Runner:
         )
         self.suite_seconds.setdefault(kernel.key, {}).update(record.suite_seconds)
         console = self._save_console(kernel, record)
+        if kernel.initrd is not None and self.coverage_runs is not None:
+            destination = self.coverage_runs / f"{os.getpid()}-{self._boot_number}"
+            save_boot(record.console, kernel.boot_args, kernel.build.build_dir, kernel.tree, destination)
+            self.coverage_boots.append(str(destination))
         known = self.outcomes.setdefault(kernel.key, {})
         unrun = [case for case in executed if case in wanted and case not in known]
         layout = record.console_map

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from . import options
+from . import coverage, options
 from .arch import Arch
 from .build import BuildRequest, build, full_fragment
 from .cache import CaseList, load_case_list, save_case_list
@@ -63,10 +63,13 @@ class SessionState:
     remote: ImageClient | None = (
         None  # on an xdist worker sharing no cache with its controller: where kernels come from
     )
+    coverage: list[str] = field(default_factory=list)  # what the terminal summary says of the coverage report
 
     def __post_init__(self) -> None:
         sink = self._raw_sink() if self.settings.raw else None
         self.runner = Runner(self.settings, self.stats, sink, self._boot_edits(), self._announce)
+        if self.settings.coverage is not None:
+            self.runner.coverage_runs = self.settings.cache_dir / "coverage" / "runs" / self.session
 
     def _boot_edits(self) -> BootEdits:
         """The pytest_kunit_kernel_args and pytest_kunit_qemu_command hooks, as the runner calls them."""
@@ -105,6 +108,11 @@ class SessionState:
     def _announce(self, message: str) -> None:
         # In a log only: a terminal shows pytest's own progress while cases run.
         Progress(self.config).phase(message, terminal=False)
+
+    def _coverage_kconfig(self) -> Fragment:
+        if self.settings.coverage is None:
+            return Fragment(())
+        return parse_fragment("\n".join(coverage.KCONFIG), "--kunit-coverage")
 
     def _raw_sink(self) -> Callable[[str], None]:
         def sink(line: str) -> None:
@@ -161,12 +169,17 @@ class SessionState:
             unlisted, locations = self.build_kernel(path, key), None
         listing = known or self._listing(unlisted, locations)
         self.locations[key] = listing.locations
-        return replace(unlisted, cases=listing.cases, attributes=listing.attributes)
+        boot_args = unlisted.boot_args
+        if unlisted.initrd is not None:
+            # Only the counters of the directories the suites live in leave the guest.
+            dirs = coverage.tested_dirs(file for file, _ in listing.locations.values())
+            boot_args = (*sanitizer_args(self.settings.sanitize), *coverage.kernel_args(dirs))
+        return replace(unlisted, cases=listing.cases, attributes=listing.attributes, boot_args=boot_args)
 
     def build_kernel(self, path: Path, key: str) -> Kernel:
         """The kernel a kunitconfig file describes, built at most once, its cases not yet listed."""
         # The hooks' lines come last, so they win (as kunit.py's --kconfig_add), and key the build like the rest.
-        fragment = read_fragment(path) + self._sanitizer_kconfig() + self._hook_kconfig(path)
+        fragment = read_fragment(path) + self._sanitizer_kconfig() + self._coverage_kconfig() + self._hook_kconfig(path)
         suite = suite_dir_for(path)
         choice = self.tree_choice(path)
         tree = self.tree(choice, writable=suite is not None)
@@ -191,6 +204,10 @@ class SessionState:
             note = f"; {result.note}" if result.note else ""
             progress.done(f"built {path.name} in {result.seconds:.1f} s (log: {result.log}{note})")
         boot_args = sanitizer_args(self.settings.sanitize)
+        initrd = None
+        if self.settings.coverage is not None:
+            initrd = coverage.initramfs(self.settings.cache_dir)
+            boot_args += coverage.kernel_args(())
         self.kernels[key] = BuiltKernel(
             key,
             tree.key,
@@ -201,7 +218,7 @@ class SessionState:
             full_fragment(request).text(),
             result.seconds if result.ran_make else None,
         )
-        return Kernel(key, result, self.arch, tree.features, tree.path, cases=(), boot_args=boot_args)
+        return Kernel(key, result, self.arch, tree.features, tree.path, cases=(), boot_args=boot_args, initrd=initrd)
 
     def _listing(self, kernel: Kernel, locations: dict[str, tuple[str, int]] | None = None) -> CaseList:
         """The image's cases (from a kunit.action=list boot) and their C locations (from its build, unless given),

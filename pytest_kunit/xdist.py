@@ -10,6 +10,7 @@ from xdist.scheduler import LoadFileScheduling, LoadGroupScheduling, LoadScopeSc
 
 from .blame import OUTSIDE_KEY
 from .cache import load_durations
+from .coverage_report import COVERAGE_KEY
 from .kcidb import BuiltKernel
 from .planning import Durations, case_from_nodeid, plan_batches
 from .remote import CACHE_ID_KEY, SERVICE_KEY, ImageService, cache_id
@@ -97,6 +98,7 @@ class KunitXdist:
         if output.get("kunit_stats"):
             state.stats.merge(output["kunit_stats"])
         state.runner.outside.load(output.get(OUTSIDE_KEY, []))
+        state.runner.coverage_boots += output.get(COVERAGE_KEY, [])
         for kernel, suites in output.get("kunit_suite_seconds", {}).items():
             state.runner.suite_seconds.setdefault(kernel, {}).update(suites)
         for fields in output.get("kunit_kernels", []):

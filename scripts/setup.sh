@@ -36,10 +36,11 @@ target=.
 while (($#)); do
     case "$1" in
     --test)
-        # distcc: the real tier compiles through a distccd of its own on localhost.
-        packages+=(linux-source-6.12 distcc)
+        # distcc: the real tier compiles through a distccd of its own on localhost. busybox-static and gcovr (the
+        # coverage extra): --kunit-coverage's guest /init and report.
+        packages+=(linux-source-6.12 distcc busybox-static)
         arches+=(x86_64 arm64)
-        target='.[test]'
+        target='.[test,coverage]'
         ;;
     --arch)
         (($# > 1)) || usage

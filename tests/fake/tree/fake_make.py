@@ -128,6 +128,16 @@ def link_objects(spec: dict[str, Any], out: Path) -> None:
     subprocess.run(["ar", "cDPrST", "vmlinux.a", *(str(m.relative_to(out)) for m in members)], cwd=out, check=True)
 
 
+def gcov_program(out: Path) -> str:
+    """lib/kunit/fake-coverage.c built with gcc --coverage, its .gcno beside its object as Kbuild leaves them."""
+    obj = out / "lib/kunit/fake-coverage.o"
+    obj.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["gcc", "--coverage", "-c", str(TREE / "lib/kunit/fake-coverage.c"), "-o", str(obj)], check=True)
+    program = out / "lib/kunit/fake-coverage"
+    subprocess.run(["gcc", "--coverage", str(obj), "-o", str(program)], check=True)
+    return str(program)
+
+
 def main(target: str, build_dir: str) -> int:
     out = Path(build_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -164,6 +174,8 @@ def main(target: str, build_dir: str) -> int:
         if spec.get("objects"):
             link_objects(spec, out)
             spec["core"] = zlib.crc32((TREE / "lib/kunit/core.c").read_bytes())  # KUnit's code is in the image too
+        if "CONFIG_GCOV_KERNEL=y" in dotconfig.read_text():
+            spec["gcov"] = gcov_program(out)
         image.write_bytes(elf_image(json.dumps(spec).encode()))
         (out / "lib/kunit").mkdir(parents=True, exist_ok=True)
         (out / "lib/kunit/.kunit-example-test.o.cmd").write_text("cmd\n")

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-2.0
+/* What the fake guest runs for --kunit-coverage (built with gcc --coverage): the more cases a boot ran, the more of
+ * its lines it covers. */
+#include <stdlib.h>
+
+static int covered(int cases)
+{
+	int lines = 0;
+
+	if (cases > 0)
+		lines++;
+	if (cases > 1)
+		lines++;
+	if (cases > 3)
+		lines++;
+	if (cases > 5)
+		lines++;
+	return lines;
+}
+
+int main(int argc, char **argv)
+{
+	return covered(argc > 1 ? atoi(argv[1]) : 0) < 0;
+}
