@@ -302,7 +302,7 @@ def test_stopped_build_leaves_no_make_job_behind(
         assert processes_with(*job)
         # To pytest alone: a signal from outside the terminal; SIGKILL runs no cleanup at all.
         process.send_signal(how)
-        output, _ = process.communicate(timeout=30)
+        output, _ = process.communicate(timeout=120)  # a loaded host (command two under load) took over 30 s
     finally:
         process.kill()
     if how == signal.SIGINT:
