@@ -33,10 +33,12 @@ from . import ktap_lines as grammar
 
 _LOCATION = re.compile(r"(?:FAILED|failed) at (?P<file>[\w./+-]+):(?P<line>\d+)")
 
-# Lines the kernel prints when something died: the start of an oops, BUG or panic report.
+# Lines the kernel prints when something died: the start of an oops, BUG or panic report. arm64 starts a fault's
+# report with "Unable to handle kernel", and others (an undefined instruction, BTI, a failed PAC) with its die()'s
+# "Internal error: Oops - <what>".
 _FAULT = re.compile(
     r"(BUG: |Oops: |general protection fault|kernel BUG at|invalid opcode: |double fault|"
-    r"Kernel panic - not syncing|Unable to handle kernel|stack-protector: )"
+    r"Kernel panic - not syncing|Unable to handle kernel|Internal error: |stack-protector: )"
 )
 _PANIC = re.compile(r"Kernel panic - not syncing")
 # Diagnostics KUnit prints before a case's `not ok` line when its thread died: "try faulted" (upstream since

@@ -79,3 +79,13 @@ def test_every_record_names_itself_and_its_console(name: str) -> None:
     arch = ARCHES[name]
     assert arch.name == name
     assert any(arg.startswith("console=") for arg in kernel_command_line(arch, []))
+
+
+def test_arm64_oopses_start_a_crash_report() -> None:
+    from pytest_kunit import ktap
+
+    # arm64's die() words, from arch/arm64/kernel/traps.c and mm/fault.c of 6.1.
+    undefined = ["# case: about to run", "Internal error: Oops - Undefined instruction: 0000000002000000 [#1] SMP"]
+    assert ktap.fault_lines(undefined) == undefined[1:]
+    null = ["Unable to handle kernel NULL pointer dereference at virtual address 0000000000000000", "Mem abort info:"]
+    assert ktap.fault_lines(["x", *null]) == null
