@@ -1,0 +1,61 @@
+"""What each kind of guest is started with, and what a signal that ended it means (launch.py)."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from pytest_kunit.arch import ARCHES, Arch, MakeSettings, UmlSettings
+from pytest_kunit.launch import launcher
+from pytest_kunit.qemu import kernel_command_line
+
+UM = ARCHES["um"]
+X86 = ARCHES["x86_64"]
+
+
+def test_a_uml_kernel_is_its_own_program_with_kunit_pys_arguments() -> None:
+    args = kernel_command_line(UM, ["kunit.filter_glob=example", ""])
+    assert args == ["mem=1G", "console=tty", "kunit_shutdown=halt", "kunit.filter_glob=example"]
+    command = launcher(UM).command(Path("/cache/build/k/linux"), args, "none", None)
+    assert command == ["/cache/build/k/linux", *args]
+
+
+def test_a_rebooting_uml_kernel_would_run_again_so_none_reboots() -> None:
+    # UML's reboot executes the binary again: only QEMU guests (with -no-reboot) may be told to reboot.
+    assert "kunit_shutdown=reboot" not in kernel_command_line(UM, [])
+    assert "kunit_shutdown=reboot" in kernel_command_line(X86, [])
+
+
+@pytest.mark.parametrize("number", [signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGILL])
+def test_umls_own_deaths_are_not_signals_from_outside(number: int) -> None:
+    # A panic aborts the UML process; a fault in UML's own code kills it: the kernel died, nobody killed it.
+    assert launcher(UM).outside_signal(number, []) is None
+
+
+@pytest.mark.parametrize("number", [signal.SIGKILL, signal.SIGQUIT, signal.SIGUSR1])
+def test_other_signals_that_end_uml_came_from_outside(number: int) -> None:
+    assert launcher(UM).outside_signal(number, []) == number
+
+
+def test_qemus_caught_signal_is_read_from_its_console_but_umls_is_not() -> None:
+    console = ["qemu-system-x86_64: terminating on signal 15 from pid 4242 (kill)"]
+    assert launcher(X86).outside_signal(None, console) == signal.SIGTERM
+    assert launcher(UM).outside_signal(None, console) is None
+    # Under QEMU every signal is from outside: QEMU itself does not abort when the guest panics.
+    assert launcher(X86).outside_signal(signal.SIGABRT, []) == signal.SIGABRT
+
+
+def test_only_qemu_guests_have_an_accelerator_and_a_qemu_binary() -> None:
+    assert launcher(X86).accelerated and not launcher(X86).unused_options
+    assert not launcher(UM).accelerated
+    assert set(launcher(UM).unused_options) == {"kunit_accel", "kunit_qemu"}
+
+
+def test_an_arch_has_exactly_one_kind_of_guest() -> None:
+    make = MakeSettings(arch="um", source_arch="um", target="linux", image="linux")
+    with pytest.raises(TypeError, match=r"exactly one of qemu= .* and uml="):
+        Arch(name="none", make=make, kconfig=())
+    with pytest.raises(TypeError, match="exactly one"):
+        Arch(name="both", make=make, kconfig=(), qemu=X86.qemu, uml=UmlSettings(kernel_args=()))
