@@ -81,13 +81,15 @@ def run_example_simple_test(tree: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_edit_build_test_loop_lists_again_only_when_names_change(tree_6_12: Path) -> None:
     """Appending a line to a test source rebuilds and boots once (the case list read from the objects' suite
-    tables); renaming the suite lists again. Incremental builds of the tree the test above built: three of them,
-    the last putting the source back."""
+    tables); renaming the suite lists again. Three incremental builds of the tree the test above built (and one
+    more in the next run, for the source put back)."""
     source = tree_6_12 / "lib/kunit/kunit-example-test.c"
     original = source.read_text()
     try:
-        run_example_simple_test(tree_6_12)  # current, whatever ran before
+        # A first edit, so these suite tables' list is known whatever ran (and whichever version listed) before.
         source.write_text(original + "// pytest-kunit real tier: an edit\n")
+        run_example_simple_test(tree_6_12)
+        source.write_text(original + "// pytest-kunit real tier: an edit\n// and another\n")
         edited = run_example_simple_test(tree_6_12)
         report = edited.stdout[-6000:]
         assert "kernel builds: 1 " in edited.stdout and "guest boots: 1 " in edited.stdout, report
