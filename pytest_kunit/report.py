@@ -121,6 +121,11 @@ def boot_failure(record: BootRecord) -> BootError:
         what = f"{killed_by(record.outside_signal, record.program)} before KUnit started."
     elif not record.console:
         what = f"{record.program} exited (status {record.exit_status}) without printing anything."
+    elif not any(_KERNEL_STARTED.search(line) for line in record.console):
+        what = (
+            "The kernel printed nothing: it died before its console came up (a fault that early ends the guest "
+            "silently; a 6.1 KASAN kernel booted through its PVH entry does, see the README's Sanitizers)."
+        )
     else:
         what = "The guest's console has no KTAP output at all: KUnit did not run."
     remedy = (

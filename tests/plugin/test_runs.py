@@ -174,6 +174,7 @@ def test_panic_in_a_case_loses_nothing_else(project: pytest.Pytester, fake_kerne
     [
         ("panic_before_kunit", "*The kernel panicked before KUnit started.*"),
         ("no_ktap", "*no KTAP output at all*"),
+        ("silent_kernel", "*The kernel printed nothing: it died before its console came up*"),
     ],
 )
 def test_guest_that_never_starts_kunit(
