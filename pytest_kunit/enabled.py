@@ -48,7 +48,8 @@ def start(config: pytest.Config, settings: Settings, arch: Arch) -> None:
         state.runner.decode = state.remote.decode
     if settings.kcidb is not None and not is_worker(config):
         config.pluginmanager.register(KcidbWriter(config), "kunit-kcidb")
-    if config.pluginmanager.hasplugin("xdist"):
+    # xdist registers under its entry point's name when autoloaded, under its module's with `-p xdist.plugin`.
+    if any(config.pluginmanager.hasplugin(name) for name in ("xdist", "xdist.plugin")):
         from .xdist import KunitXdist
 
         config.pluginmanager.register(KunitXdist(config), "kunit-xdist")

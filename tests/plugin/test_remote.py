@@ -60,6 +60,20 @@ def test_the_controller_builds_once_and_workers_boot_its_image(
     assert copy.stat().st_mode & stat.S_IXUSR
 
 
+def test_with_plugin_autoloading_off(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """xdist named by its module (`-p xdist.plugin`), as the bench runs: the workers still fetch, never build."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "controller"))
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    workers = tmp_path / "workers"
+    plugins = ["-p", "pytest_kunit.plugin", "-p", "xdist.plugin"]
+    result = project.runpytest_subprocess(*plugins, *remote_options(fake_kernel, workers))
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    result.stdout.fnmatch_lines(["kernel builds: 1 (*", "kernel images fetched from the controller*: 1 (*"])
+    assert not (workers / "pytest-kunit" / "build").exists()
+
+
 def test_crash_reports_are_decoded_where_the_kernel_was_built(
     project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
