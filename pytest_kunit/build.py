@@ -147,9 +147,11 @@ def _configured(tree: Path, build_dir: Path) -> bool:
         return False
 
 
-def _expected_steps(build_dir: Path) -> tuple[int, str]:
-    """How many steps make will likely print: this configuration's last build, else the median of the cache's other
-    builds (a cold build of a new configuration), else unknown (0)."""
+def _expected_steps(build_dir: Path, image: Path) -> tuple[int, str]:
+    """How many steps make will likely print: unknown (0) for an incremental build (what an edit makes rebuild);
+    else this configuration's last build, else the median of the cache's other builds (a new configuration)."""
+    if image.exists():
+        return 0, ""
     own = build_dir / STEPS
     if own.exists():
         return int(own.read_text()), "as its last build"
@@ -162,9 +164,10 @@ def _expected_steps(build_dir: Path) -> tuple[int, str]:
 def _run_make(
     request: BuildRequest, build_dir: Path, log: Path, progress: ProgressCallback, wrapping: CompilerWrapping
 ) -> None:
-    expected, like = _expected_steps(build_dir)
+    image = build_dir / request.arch.make.image
+    expected, like = _expected_steps(build_dir, image)
     command = _make(request, build_dir, f"-j{request.jobs}", request.arch.make.target)
-    about = f"about {expected} steps {like}" if expected else "step count unknown"
+    about = f"about {expected} steps {like}" if expected else "incremental" if image.exists() else "step count unknown"
     progress.phase(f"building kernel: make -j{request.jobs} {request.arch.make.target} ({about}); log: {log}")
     steps = 0
     started = time.monotonic()
@@ -189,7 +192,8 @@ def _run_make(
             detail="\n".join(errors or lines[-20:]),
         )
     steps_file = build_dir / STEPS
-    if (steps and not steps_file.exists()) or steps > expected:
+    recorded = int(steps_file.read_text()) if steps_file.exists() and steps_file.read_text().isdigit() else 0
+    if steps > recorded:
         steps_file.write_text(str(steps))  # the largest count: what a cold build takes
 
 
