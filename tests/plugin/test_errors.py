@@ -102,10 +102,12 @@ def fake_qemus(marker: str) -> list[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                argv = (entry / "cmdline").read_bytes().decode().split("\0")
             except OSError:
                 continue
-            if "fake/qemu" in command and marker in command:
+            # The fake QEMU runs as `python3 .../fake/qemu ...`; pytest's own command line names it too
+            # (--kunit-qemu=), and a SIGINT sent to pytest before Python's handler is set would kill it outright.
+            if len(argv) > 1 and argv[1].endswith("fake/qemu") and marker in " ".join(argv):
                 found.append(int(entry.name))
     return found
 
