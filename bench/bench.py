@@ -44,6 +44,8 @@ ALL_TESTS = ROOT / "testsuites/all-tests.kunitconfig"
 
 
 ONLY_OURS = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+# What ONLY_OURS loads explicitly, autoload being off.
+ONLY_OUR_PLUGINS = ("pytest_kunit.plugin", "xdist.plugin")
 
 
 def timed(command: list[str], cwd: Path, env: dict[str, str] = ONLY_OURS) -> float:
@@ -57,26 +59,19 @@ def timed(command: list[str], cwd: Path, env: dict[str, str] = ONLY_OURS) -> flo
     return elapsed
 
 
+def pytest_command(
+    python: str, cache: Path, fragment: Path, *extra: str, arch: str = "x86_64", plugins: tuple[str, ...] = ()
+) -> list[str]:
+    """`python -m pytest --kunit` on `fragment`, loading `plugins` explicitly (with plugin autoload off)."""
+    loads = [arg for plugin in plugins for arg in ("-p", plugin)]
+    run = [python, "-m", "pytest", "-q", *loads, "-p", "no:cacheprovider", "--kunit", f"--kunit-cache-dir={cache}"]
+    return [*run, f"--kunit-arch={arch}", str(fragment), *extra]
+
+
 def pytest_kunit(cache: Path, fragment: Path, *extra: str, arch: str = "x86_64") -> list[str]:
     # Only pytest-kunit and its own dependency pytest-xdist are loaded (see ONLY_OURS): other plugins installed on
     # the machine (hypothesis, pytest-benchmark) cost about a second of start-up that is not pytest-kunit's.
-    return [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "pytest_kunit.plugin",
-        "-p",
-        "xdist.plugin",
-        "-p",
-        "no:cacheprovider",
-        "--kunit",
-        f"--kunit-cache-dir={cache}",
-        f"--kunit-arch={arch}",
-        str(fragment),
-        *extra,
-    ]
+    return pytest_command(sys.executable, cache, fragment, *extra, arch=arch, plugins=ONLY_OUR_PLUGINS)
 
 
 def readme_install(workdir: Path) -> Path:
@@ -91,18 +86,7 @@ def readme_install(workdir: Path) -> Path:
 
 def pytest_kunit_as_installed(python: Path, cache: Path, fragment: Path, arch: str = "x86_64") -> list[str]:
     """pytest-kunit as a user runs it: every installed plugin autoloaded (run with AUTOLOAD)."""
-    return [
-        str(python),
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--kunit",
-        f"--kunit-cache-dir={cache}",
-        f"--kunit-arch={arch}",
-        str(fragment),
-    ]
+    return pytest_command(str(python), cache, fragment, arch=arch)
 
 
 AUTOLOAD = {name: value for name, value in os.environ.items() if name != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"}
