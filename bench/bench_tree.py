@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import pytest_command
+
 
 def timed(command: list[str], cwd: Path) -> float:
     started = time.monotonic()
@@ -33,17 +35,8 @@ def timed(command: list[str], cwd: Path) -> float:
 
 
 def ours(cache: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--kunit",
-        f"--kunit-cache-dir={cache}",
-        "lib/kunit/",
-    ]
+    # As a developer types it inside the tree: every installed plugin autoloaded.
+    return pytest_command(sys.executable, cache, Path("lib/kunit/"))
 
 
 def kunit_py(build_dir: Path) -> list[str]:
