@@ -16,7 +16,8 @@ from .report import earlier_text, params_text, render_failure
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
-    from .runner import Kernel, Outcome
+    from .outcomes import Outcome
+    from .runner import Kernel
     from .session import SessionState
 
 

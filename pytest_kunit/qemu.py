@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from . import ktap
 from .arch import Arch
 from .console import ConsoleMap, strip_controls
 from .errors import BootError
@@ -204,3 +205,36 @@ class Guest:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def boot(
+    request: BootRequest,
+    sink: Callable[[str], None] | None = None,
+    first_output_timeout: float | None = None,
+    stop_after_crash: bool = False,
+) -> tuple[BootRecord, list[ktap.Event]]:
+    """Boot one guest to the end, parsing its console as it streams; with `stop_after_crash`, end it as soon as a
+    case's result line follows a crash (oops, BUG), so no later case runs on a tainted kernel."""
+    parser = ktap.KtapParser()
+    events: list[ktap.Event] = []
+    started: dict[str, float] = {}
+    crashed = False
+    with Guest(request, sink) as guest:
+        for line in guest.lines(first_output_timeout):
+            crashed = crashed or bool(ktap.fault_lines([line]))
+            index, now = len(guest.record.console) - 1, time.monotonic()
+            for event in parser.feed(line):
+                events.append(event)
+                guest.record.console_map.note(event, index, line, now)
+                if isinstance(event, ktap.SuiteStarted):
+                    started[event.suite] = time.monotonic()
+                elif isinstance(event, ktap.SuiteFinished) and event.suite in started:
+                    guest.record.suite_seconds[event.suite] = time.monotonic() - started[event.suite]
+                elif isinstance(event, ktap.CaseResult) and stop_after_crash:
+                    crashed = crashed or event.status is ktap.Status.CRASHED
+                    guest.record.stopped = crashed
+            if guest.record.stopped:
+                break
+    events.extend(parser.finish())
+    guest.record.ktap_started = parser.started
+    return guest.record, events

@@ -15,8 +15,9 @@ from .ktap import CaseResult, Status
 from .recovery import killed_by
 
 if TYPE_CHECKING:
+    from .outcomes import Outcome
     from .qemu import BootRecord
-    from .runner import Outcome, Stats
+    from .runner import Stats
 
 
 def params_text(result: CaseResult) -> str:

@@ -1,4 +1,5 @@
-"""Booting guests for batches of selected cases, recovering after a dead guest, and turning consoles into outcomes."""
+"""Booting guests for batches of selected cases and recovering after a dead guest, until each case has an outcome
+(outcomes.py says what a boot's console means for its cases)."""
 
 from __future__ import annotations
 
@@ -6,26 +7,26 @@ import functools
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ktap, recovery
 from .accel import Accelerator, kvm_failure
 from .arch import Arch
-from .blame import OutsideReport, OutsideReports, blame
+from .blame import OutsideReports
 from .build import BuildResult
 from .coverage_report import save_boot
 from .decode import decode_stacktrace
 from .errors import KunitError
-from .findings import Finding, find_reports, place
 from .options import Settings
+from .outcomes import Outcome, case_outcomes
 from .planning import Attributes, BootFilter, CaseId, PlannedCase, executed_cases, list_filter, single_glob_filters
 from .qemu import (
     BOOT_ALLOWANCE,
     KVM_FIRST_OUTPUT,
     BootRecord,
     BootRequest,
-    Guest,
+    boot,
     boot_deadline,
     kernel_command_line,
     watchdog_seconds,
@@ -48,19 +49,6 @@ class Kernel:
     attributes: Mapping[CaseId, Attributes] = field(default_factory=dict)  # from a kunit.action=list_attr boot
     boot_args: tuple[str, ...] = ()  # on every boot of this image (its sanitizers' own, coverage's)
     initrd: Path | None = None  # coverage's initramfs
-
-
-@dataclass(frozen=True)
-class Outcome:
-    result: ktap.CaseResult
-    console: Path  # the whole console of the boot, as a file
-    evidence: tuple[str, ...] = ()
-    error: str = ""  # why a case has no result line
-    earlier: tuple[str, ...] = ()  # how each earlier guest stopped while this case ran (it was then rerun)
-    lines: tuple[str, ...] = ()  # the case's own slice of the console
-    seconds: float | None = None  # how long the case ran, by the console's times
-    reports: tuple[Finding, ...] = ()  # sanitizer reports printed while the case ran, decoded
-    said: ktap.Status | None = None  # what the case's own result line said, when a report overruled it
 
 
 def decode_locally(kernel: Kernel, lines: tuple[str, ...]) -> tuple[str, ...]:
@@ -155,7 +143,7 @@ class Runner:
             if kernel.key in self.unbootable:
                 console, why = self.unbootable[kernel.key]
                 for wanted in cases:
-                    known[wanted] = self._no_result(wanted, console, why)
+                    known[wanted] = Outcome.no_result(wanted, console, why)
                 return known[(suite, case)]
             try:
                 self.run(kernel, cases)
@@ -182,7 +170,7 @@ class Runner:
             for boot_filter in self._filters(kernel, remaining, named_singly):
                 named_singly = self._boot(kernel, boot_filter, set(remaining), stops) or named_singly
         for case in wanted:
-            known.setdefault(case, self._no_result(case, Path(os.devnull), "The runner gave up booting again."))
+            known.setdefault(case, Outcome.no_result(case, Path(os.devnull), "The runner gave up booting again."))
 
     @staticmethod
     def _filters(kernel: Kernel, remaining: list[CaseId], named_singly: bool) -> list[BootFilter]:
@@ -192,9 +180,6 @@ class Runner:
             # A single glob can only leave out the cases a stopped guest did run by naming the others one by one.
             return [BootFilter(f"{suite}.{case}") for suite, case in remaining]
         return single_glob_filters(kernel.cases, remaining, kernel.attributes if kernel.features.attributes else None)
-
-    def _no_result(self, case: CaseId, console: Path, why: str, lines: tuple[str, ...] = ()) -> Outcome:
-        return Outcome(ktap.CaseResult(case[0], case[1], ktap.Status.NO_RESULT), console, error=why, lines=lines)
 
     def _kernel_args(self, kernel: Kernel, boot_filter: BootFilter) -> tuple[str, ...]:
         args = list(boot_filter.kernel_args())
@@ -268,10 +253,9 @@ class Runner:
             self.coverage_boots.append(str(destination))
         known = self.outcomes.setdefault(kernel.key, {})
         unrun = [case for case in executed if case in wanted and case not in known]
-        layout = record.console_map
 
         def lines(case: CaseId) -> tuple[str, ...]:
-            return layout.case_lines(record.console, case)
+            return record.console_map.case_lines(record.console, case)
 
         if not record.ktap_started:
             if record.outside_signal is not None:
@@ -283,35 +267,17 @@ class Runner:
             why = f"{boot_failure(record).render()}\nWhole console: {console}"
             self.unbootable[kernel.key] = (console, why)
             for case in wanted:
-                known.setdefault(case, self._no_result(case, console, why))
+                known.setdefault(case, Outcome.no_result(case, console, why))
             return False
 
         results = [event for event in events if isinstance(event, ktap.CaseResult)]
-        placement = place(find_reports(record.console), layout)
-        for outside in placement.outside:
-            report = self._decoded(kernel, outside.finding)
-            self.outside.add(
-                OutsideReport(kernel.key, report.sanitizer, report.title(), outside.when, report.lines, str(console))
-            )
-        for event in results:
-            case = (event.suite, event.case)
-            if case in wanted:
-                reports = tuple(self._decoded(kernel, found) for found in placement.by_case.get(case, ()))
-                result, said = blame(event, reports)
-                # Only a case that crashed or timed out needs its crash report decoded (some passing cases oops on
-                # purpose; a failed one shows its own diagnostics).
-                failed = result.status in (ktap.Status.CRASHED, ktap.Status.TIMED_OUT)
-                crash_report = self._crash_report(kernel, ktap.fault_lines(result.diagnostics)) if failed else ()
-                known[case] = Outcome(
-                    result,
-                    console,
-                    crash_report,
-                    earlier=_described(stops.get(case, [])),
-                    lines=lines(case),
-                    seconds=layout.seconds.get(case),
-                    reports=reports,
-                    said=said,
-                )
+        earlier = {case: _described(stopped) for case, stopped in stops.items() if case is not None}
+        read = case_outcomes(
+            kernel.key, record, results, console, wanted, functools.partial(self.decode, kernel), earlier
+        )
+        known.update(read.outcomes)
+        for report in read.outside:
+            self.outside.add(report)
 
         unfinished = [event for event in events if isinstance(event, ktap.Unfinished)]
         reported = {(result.suite, result.case) for result in results}
@@ -323,7 +289,7 @@ class Runner:
             for case in executed:
                 if case in wanted and case not in known:
                     why = "The kernel ran this boot to the end without printing this case's result."
-                    known[case] = self._no_result(case, console, why, lines(case))
+                    known[case] = Outcome.no_result(case, console, why, lines(case))
             return False
 
         # Evidence for the case that was running: only what the console said after the last result line.
@@ -344,10 +310,13 @@ class Runner:
         if decision.status is not None:
             diagnostics = tuple(log) or tuple(record.console[-25:])
             result = ktap.CaseResult(in_flight[0], in_flight[1], decision.status, "", diagnostics)
-            crash_report = self._crash_report(kernel, list(stop.evidence))
-            earlier = _described(stops.get(in_flight, []))
             known[in_flight] = Outcome(
-                result, console, crash_report, error=record.killed_for, earlier=earlier, lines=lines(in_flight)
+                result,
+                console,
+                self.decode(kernel, stop.evidence),
+                error=record.killed_for,
+                earlier=_described(stops.get(in_flight, [])),
+                lines=lines(in_flight),
             )
         return True
 
@@ -368,14 +337,8 @@ class Runner:
         elif decision.action is Action.GIVE_UP:
             error = outside_kill_error([*earlier, stop]).render()
             for case in unrun:
-                known[case] = self._no_result(case, Path(stop.console), error)
+                known[case] = Outcome.no_result(case, Path(stop.console), error)
         return decision
-
-    def _decoded(self, kernel: Kernel, finding: Finding) -> Finding:
-        return replace(finding, lines=self._crash_report(kernel, list(finding.lines)))
-
-    def _crash_report(self, kernel: Kernel, lines: list[str]) -> tuple[str, ...]:
-        return self.decode(kernel, tuple(lines))
 
     def _save_console(self, kernel: Kernel, record: BootRecord) -> Path:
         self._boot_number += 1
@@ -386,39 +349,6 @@ class Runner:
         header = f"# {' '.join(record.command)}\n"
         path.write_text(header + "\n".join(record.console) + "\n")
         return path
-
-
-def boot(
-    request: BootRequest,
-    sink: Callable[[str], None] | None = None,
-    first_output_timeout: float | None = None,
-    stop_after_crash: bool = False,
-) -> tuple[BootRecord, list[ktap.Event]]:
-    """Boot one guest to the end, parsing its console as it streams; with `stop_after_crash`, end it as soon as a
-    case's result line follows a crash (oops, BUG), so no later case runs on a tainted kernel."""
-    parser = ktap.KtapParser()
-    events: list[ktap.Event] = []
-    started: dict[str, float] = {}
-    crashed = False
-    with Guest(request, sink) as guest:
-        for line in guest.lines(first_output_timeout):
-            crashed = crashed or bool(ktap.fault_lines([line]))
-            index, now = len(guest.record.console) - 1, time.monotonic()
-            for event in parser.feed(line):
-                events.append(event)
-                guest.record.console_map.note(event, index, line, now)
-                if isinstance(event, ktap.SuiteStarted):
-                    started[event.suite] = time.monotonic()
-                elif isinstance(event, ktap.SuiteFinished) and event.suite in started:
-                    guest.record.suite_seconds[event.suite] = time.monotonic() - started[event.suite]
-                elif isinstance(event, ktap.CaseResult) and stop_after_crash:
-                    crashed = crashed or event.status is ktap.Status.CRASHED
-                    guest.record.stopped = crashed
-            if guest.record.stopped:
-                break
-    events.extend(parser.finish())
-    guest.record.ktap_started = parser.started
-    return guest.record, events
 
 
 def _described(stops: list[Stop]) -> tuple[str, ...]:

@@ -58,8 +58,8 @@ def test_named_reports_and_unreadable_images_are_left_as_they_are(tmp_path: Path
 
 def test_a_failure_shows_the_oops_once_decoded() -> None:
     from pytest_kunit.ktap import CaseResult, Status
+    from pytest_kunit.outcomes import Outcome
     from pytest_kunit.report import render_failure
-    from pytest_kunit.runner import Outcome
 
     raw = ("BUG: kernel NULL pointer dereference, address: 0000000000000000", "RIP: 0010:0xffffffff810bbaea")
     diagnostics = ("# faults_null_deref: about to dereference NULL", *raw, "# faults_null_deref: test case crashed")
