@@ -14,10 +14,14 @@ Any other name runs through ccache as it stands (ccache-of=testsuites/of.kunitco
 fragment: what one fragment hits of another's compiles); a name ending in -cold wipes ccache first, one starting with
 plain runs without a wrapper.
 
+- kunit.py: upstream's `kunit.py run` cold (a new --build_dir) on the same tree and fragment (which it must name:
+  kunit.py=testsuites/kunit.kunitconfig), the reference each pytest-kunit run on that fragment is divided by.
+
 A scenario may name what it runs instead of testsuites/ (`plain=testsuites/kunit.kunitconfig`: one fragment).
 Every scenario's verdicts (case by case, from JUnit XML) must equal the first scenario's on the cases both ran: a
 wrapper changes how objects are made, never what a case does. Each run holds the machine's build lock (--lock) only
-while it runs.
+while it runs. With --seed-src, each pytest-kunit cache and kunit.py's tree start from that extracted tree, hard-linked
+(no build writes into a tree), so no run extracts the tarball and the runs compare builds.
 Usage: bench/bench_wrapper.py [--workdir DIR] [--scenarios ccache-cold,ccache-warm,plain] [--seed-src DIR]
                               [--lock /tmp/kbuild.lock] [--json OUT] [-- extra pytest arguments]
 """
@@ -37,6 +41,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from bench import kunit_py, patched_tree
+
 ROOT = Path(__file__).resolve().parents[1]
 _BUILT = re.compile(r"built (\S+) in ([\d.]+) s \(log: [^;)]*(?:; ccache: (\d+) of (\d+) compiles hit)?\)")
 
@@ -54,46 +60,67 @@ def outcomes(junit: Path) -> dict[str, str]:
     return found
 
 
+def locked(command: list[str], cwd: Path, env: dict[str, str], lock: Path) -> dict[str, Any]:
+    """Run `command` holding the build lock: its time, the load average before and after, its output."""
+    with lock.open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        load = os.getloadavg()[0]
+        started = time.monotonic()
+        result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+        seconds = time.monotonic() - started
+        load_after = os.getloadavg()[0]
+    return {"seconds": seconds, "load": [load, load_after], "returncode": result.returncode, "result": result}
+
+
+def upstream(target: str, workdir: Path, seed: Path | None, lock: Path) -> dict[str, Any]:
+    """kunit.py's cold run of one fragment into a new build directory, on the same patched tree."""
+    if not target.endswith(".kunitconfig"):
+        raise SystemExit("kunit.py runs one fragment: write kunit.py=testsuites/NAME.kunitconfig")
+    tree = workdir / "kunit.py-tree"
+    if not tree.exists():
+        if seed is not None:
+            subprocess.run(["cp", "-al", str(seed), str(tree)], check=True)
+        else:
+            patched_tree(workdir).rename(tree)
+    build = workdir / "kunit.py-build"
+    shutil.rmtree(build, ignore_errors=True)
+    entry = locked(kunit_py(tree, build, ROOT / target), tree, dict(os.environ), lock)
+    result = entry.pop("result")
+    (workdir / "kunit.py.out").write_text(result.stdout + result.stderr)
+    return entry | {"builds": {}, "outcomes": {}, "target": target}
+
+
 def run(spec: str, workdir: Path, ccache_dir: Path, seed: Path | None, lock: Path, extra: list[str]) -> dict[str, Any]:
     scenario, _, target = spec.partition("=")
+    if scenario == "kunit.py":
+        return upstream(target, workdir, seed, lock)
     cache = workdir / scenario
     shutil.rmtree(cache, ignore_errors=True)
     if scenario.endswith("-cold") and wrapper_of(scenario) == "ccache":
         shutil.rmtree(ccache_dir, ignore_errors=True)
     if seed is not None:  # the extracted, patched tree, hard-linked: builds never write into it (O= builds)
         (cache / "src").mkdir(parents=True)
-        for tree in seed.iterdir():
-            subprocess.run(["cp", "-al", str(tree), str(cache / "src" / tree.name)], check=True)
+        subprocess.run(["cp", "-al", str(seed), str(cache / "src" / seed.name)], check=True)
     junit = workdir / f"{scenario}.xml"
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--kunit", target or "testsuites/"]
+    target = target or "testsuites/"
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--kunit", target]
     command += [f"--kunit-cache-dir={cache}", f"--kunit-wrapper={wrapper_of(scenario)}", f"--junitxml={junit}", *extra]
-    env = os.environ | {"CCACHE_DIR": str(ccache_dir)}
-    with lock.open("a") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        load = os.getloadavg()[0]
-        started = time.monotonic()
-        result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-        seconds = time.monotonic() - started
-        load_after = os.getloadavg()[0]
+    entry = locked(command, ROOT, os.environ | {"CCACHE_DIR": str(ccache_dir)}, lock)
+    result = entry.pop("result")
     (workdir / f"{scenario}.out").write_text(result.stdout + result.stderr)
     builds = {
         match[1]: {"seconds": float(match[2]), "hits": int(match[3] or 0), "compiles": int(match[4] or 0)}
         for match in _BUILT.finditer(result.stdout)
     }
-    return {
-        "seconds": seconds,
-        "load": [load, load_after],
-        "returncode": result.returncode,
-        "builds": builds,
-        "outcomes": outcomes(junit) if junit.exists() else {},
-    }
+    return entry | {"builds": builds, "outcomes": outcomes(junit) if junit.exists() else {}, "target": target}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/bench-wrapper"))
     parser.add_argument("--scenarios", default="ccache-cold,ccache-warm,plain")
-    parser.add_argument("--seed-src", type=Path, help="a pytest-kunit cache's src/ to hard-link (skips extraction)")
+    seed = "an extracted, patched tree in a pytest-kunit cache (src/KEY) to hard-link (skips extraction)"
+    parser.add_argument("--seed-src", type=Path, help=seed)
     parser.add_argument("--ccache-dir", type=Path, help="default: WORKDIR/ccache (never your own ccache)")
     parser.add_argument("--lock", type=Path, default=Path("/tmp/kbuild.lock"))
     parser.add_argument("--json", type=Path)
@@ -116,8 +143,9 @@ def main() -> int:
         for name, build in entry["builds"].items():
             hits = f"  ccache {build['hits']}/{build['compiles']}" if build["compiles"] else ""
             print(f"    {name:24} {build['seconds']:7.1f} s{hits}")
-    first = next(iter(figures.values()))["outcomes"]
-    for scenario, entry in figures.items():
+    ours = {scenario: entry for scenario, entry in figures.items() if scenario != "kunit.py"}
+    first = next(iter(ours.values()))["outcomes"] if ours else {}
+    for scenario, entry in ours.items():
         common = entry["outcomes"].keys() & first.keys()
         same = bool(common) and all(entry["outcomes"][key] == first[key] for key in common)
         print(f"verdicts of {scenario}: {'the same' if same else 'DIFFERENT'} ({len(entry['outcomes'])} cases)")
@@ -129,6 +157,11 @@ def main() -> int:
                 print(
                     f"{scenario}: builds / largest plain build {total / max(plain):.2f}, / sum {total / sum(plain):.2f}"
                 )
+    if "kunit.py" in figures:
+        reference = figures["kunit.py"]
+        for scenario, entry in ours.items():
+            if entry["target"] == reference["target"]:
+                print(f"{scenario}: whole run / kunit.py's cold run {entry['seconds'] / reference['seconds']:.2f}")
     return 0
 
 
