@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import coverage
+from . import coverage, initramfs
 from .errors import KunitError
 
 META = "boot.json"
@@ -38,7 +38,8 @@ def save_boot(console: Sequence[str], boot_args: Sequence[str], build_dir: Path,
     destination.mkdir(parents=True, exist_ok=True)
     tar = coverage.counters(console)
     files = coverage.unpack(tar, build_dir, destination / "gcda") if tar is not None else 0
-    dirs = next((arg.split("=", 1)[1] for arg in boot_args if arg.startswith(f"{coverage.DIRS_ARG}=")), coverage.ALL)
+    prefix = f"{initramfs.GCOV_ARG}="
+    dirs = next((arg.removeprefix(prefix) for arg in boot_args if arg.startswith(prefix)), initramfs.ALL)
     meta = {"tree": str(tree), "build": str(build_dir), "dirs": dirs, "files": files, "counters": tar is not None}
     (destination / META).write_text(json.dumps(meta))
 
@@ -118,7 +119,7 @@ def make_report(saved: Sequence[Path], output: Path) -> CoverageReport:
     tracefiles: list[str] = []
     for boot, meta in with_counters:
         tree = re.escape(meta["tree"].rstrip("/"))
-        dirs = meta["dirs"].split(",") if meta["dirs"] != coverage.ALL else [""]
+        dirs = meta["dirs"].split(",") if meta["dirs"] != initramfs.ALL else [""]
         filters += [f"{tree}/{re.escape(name)}/" if name else f"{tree}/" for name in dirs]
         tracefile = boot / "coverage.json"
         _gcovr(["--root", meta["tree"], "--json", str(tracefile), str(boot / "gcda")])

@@ -18,6 +18,7 @@ from .build import BuildResult
 from .cache import CaseList, case_list_data, case_list_from, load_case_list
 from .errors import KunitError
 from .image import ImageRecord, check_image, file_digest
+from .initramfs import initramfs
 from .locking import cache_lock
 from .runner import Kernel
 from .sources import case_locations
@@ -65,7 +66,8 @@ class Offer:
     features: dict[str, bool]
     locations: dict[str, list[Any]]  # case -> [file, line], from the controller's build
     listing: dict[str, Any] | None  # the controller's cached case list, if it has one (else the worker lists)
-    boot_args: list[str]  # on every boot of this image (its sanitizers' own)
+    boot_args: list[str]  # on every boot of this image (its sanitizers' own, its /init's)
+    initramfs: bool  # whether it boots with the initramfs whose /init runs after KUnit (made on each host)
 
 
 def _failure(error: BaseException) -> dict[str, str]:
@@ -151,6 +153,7 @@ class ImageService:
             locations={name: list(where) for name, where in locations.items()},
             listing=case_list_data(listing) if listing else None,
             boot_args=list(kernel.boot_args),
+            initramfs=kernel.initrd is not None,
         )
         return asdict(offer)
 
@@ -184,7 +187,9 @@ class ImageClient:
         image = self._image(offer, arch)
         build = BuildResult(image, offer.image_digest, image.parent, False, 0.0, image.parent / "build.log")
         features = TreeFeatures(**offer.features)
-        kernel = Kernel(key, build, arch, features, Path(offer.tree), cases=(), boot_args=tuple(offer.boot_args))
+        initrd = initramfs(self.cache_dir, "the kernel's /init after KUnit") if offer.initramfs else None
+        boot_args = tuple(offer.boot_args)
+        kernel = Kernel(key, build, arch, features, Path(offer.tree), cases=(), boot_args=boot_args, initrd=initrd)
         locations = {name: (str(where[0]), int(where[1])) for name, where in offer.locations.items()}
         return kernel, case_list_from(offer.listing), locations
 

@@ -47,8 +47,8 @@ class Kernel:
     tree: Path
     cases: tuple[CaseId, ...]
     attributes: Mapping[CaseId, Attributes] = field(default_factory=dict)  # from a kunit.action=list_attr boot
-    boot_args: tuple[str, ...] = ()  # on every boot of this image (its sanitizers' own, coverage's)
-    initrd: Path | None = None  # coverage's initramfs
+    boot_args: tuple[str, ...] = ()  # on every boot of this image (its sanitizers' own, its /init's)
+    initrd: Path | None = None  # the initramfs whose /init runs after KUnit (initramfs.py)
 
 
 def decode_locally(kernel: Kernel, lines: tuple[str, ...]) -> tuple[str, ...]:

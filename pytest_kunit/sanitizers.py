@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from . import initramfs
+
 
 @dataclass(frozen=True)
 class Sanitizer:
@@ -37,8 +39,13 @@ SANITIZERS: dict[str, Sanitizer] = {
             ),
         ),
         Sanitizer("kcsan", ("CONFIG_DEBUG_KERNEL=y", "CONFIG_KCSAN=y")),
-        # Leaks are printed on the console (not only kept in debugfs) by every scan.
-        Sanitizer("kmemleak", ("CONFIG_DEBUG_KERNEL=y", "CONFIG_DEBUG_KMEMLEAK=y"), ("kmemleak.verbose=1",)),
+        # Leaks are printed on the console by every periodic scan, and the initramfs's /init makes a final scan once
+        # KUnit is done (initramfs.py): what it needs of the kernel comes too.
+        Sanitizer(
+            "kmemleak",
+            ("CONFIG_DEBUG_KERNEL=y", "CONFIG_DEBUG_KMEMLEAK=y", *initramfs.KCONFIG),
+            ("kmemleak.verbose=1",),
+        ),
     )
 }
 

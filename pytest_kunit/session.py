@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from . import coverage, options
+from . import coverage, initramfs, options
 from .arch import Arch
 from .build import BuildRequest, build, full_fragment
 from .cache import CaseList, load_case_list, save_case_list
@@ -114,6 +114,9 @@ class SessionState:
             return Fragment(())
         return parse_fragment("\n".join(coverage.KCONFIG), "--kunit-coverage")
 
+    def _initramfs_why(self, after: initramfs.AfterKunit) -> str:
+        return "--kunit-coverage" if after.gcov is not None else "kmemleak's final scan (the kernel has kmemleak)"
+
     def _raw_sink(self) -> Callable[[str], None]:
         def sink(line: str) -> None:
             # Looked up per line: the state is made before the terminal reporter is registered.
@@ -169,11 +172,9 @@ class SessionState:
             unlisted, locations = self.build_kernel(path, key), None
         listing = known or self._listing(unlisted, locations)
         self.locations[key] = listing.locations
-        boot_args = unlisted.boot_args
-        if unlisted.initrd is not None:
-            # Only the counters of the directories the suites live in leave the guest.
-            dirs = coverage.tested_dirs(file for file, _ in listing.locations.values())
-            boot_args = (*sanitizer_args(self.settings.sanitize), *coverage.kernel_args(dirs))
+        # Only the counters of the directories the suites live in leave the guest.
+        dirs = coverage.tested_dirs(file for file, _ in listing.locations.values())
+        boot_args = initramfs.with_gcov_dirs(unlisted.boot_args, dirs)
         return replace(unlisted, cases=listing.cases, attributes=listing.attributes, boot_args=boot_args)
 
     def build_kernel(self, path: Path, key: str) -> Kernel:
@@ -203,11 +204,12 @@ class SessionState:
             self.stats.build_seconds += result.seconds
             note = f"; {result.note}" if result.note else ""
             progress.done(f"built {path.name} in {result.seconds:.1f} s (log: {result.log}{note})")
-        boot_args = sanitizer_args(self.settings.sanitize)
-        initrd = None
-        if self.settings.coverage is not None:
-            initrd = coverage.initramfs(self.settings.cache_dir)
-            boot_args += coverage.kernel_args(())
+        after = initramfs.AfterKunit(
+            kmemleak=initramfs.kmemleak_scan(result.build_dir / ".config"),
+            gcov=() if self.settings.coverage is not None else None,
+        )
+        initrd = initramfs.initramfs(self.settings.cache_dir, self._initramfs_why(after)) if after.wanted else None
+        boot_args = (*sanitizer_args(self.settings.sanitize), *after.kernel_args())
         self.kernels[key] = BuiltKernel(
             key,
             tree.key,

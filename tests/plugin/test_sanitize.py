@@ -139,3 +139,61 @@ def test_an_unknown_sanitizer_is_a_usage_error(project: pytest.Pytester, fake_ke
     result = project.runpytest(*fake_kernel.options("--kunit-sanitize", "kasan,asan"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--kunit-sanitize: 'kasan,asan' is not a comma-separated list of: kasan, ubsan*"])
+
+
+LEAK = [
+    "unreferenced object 0xffff888003b4c400 (size 123):",
+    '  comm "kunit_try_catch", pid 101, jiffies 4294668000 (age 7.120s)',
+    "  hex dump (first 32 bytes):",
+    "    6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b  kkkkkkkkkkkkkkkk",
+    "  backtrace:",
+    "    [<ffffffff81234567>] __kmalloc+0x4f/0x120",
+    "    [<ffffffff81345678>] sanitize_leak+0x1c/0x40",
+]
+
+
+def test_kmemleak_final_scan_fails_the_run_with_the_leak(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    spec = fake_kernel.spec()
+    spec["leaks"] = LEAK
+    fake_kernel.write_spec(spec)
+    result = project.runpytest(
+        *fake_kernel.options("-n", "2", "-p", "xdist", "-k", "other", "--kunit-sanitize=kmemleak")
+    )
+    # The guest scans at its end (under xdist: the error reaches the controller, which reports it once).
+    result.assert_outcomes(passed=2, errors=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of kunit.kunitconfig::kernel reports outside any case*",
+            "The kernel printed a kmemleak report after the last suite (other) ended, while no test case ran: "
+            "kmemleak: unreferenced object 0xffff888003b4c400 (size 123):",
+            "What to do: *",
+            "unreferenced object 0xffff888003b4c400 (size 123):",
+            "*comm*",
+        ]
+    )
+    assert result.stdout.str().count("    [<ffffffff81345678>] sanitize_leak+0x1c/0x40") == 1
+    boots = fake_kernel.test_boots()
+    assert boots
+    for boot in boots:
+        assert "-initrd" in boot["argv"]
+        assert {"kunit_shutdown": "none", "pytest_kunit.kmemleak": "scan", "kmemleak.verbose": "1"}.items() <= boot[
+            "params"
+        ].items()
+    assert "pytest_kunit.gcov" not in boots[0]["params"]  # no counters asked for
+
+
+@pytest.mark.parametrize("initrd", [True, False])
+def test_a_fragment_with_kmemleak_gets_the_final_scan_if_it_can(
+    pytester: pytest.Pytester, fake_kernel: FakeKernel, initrd: bool
+) -> None:
+    """Without --kunit-sanitize: the kernel's own .config decides; a kernel that cannot run /init is warned of."""
+    lines = "CONFIG_KUNIT=y\nCONFIG_KUNIT_TEST=y\nCONFIG_DEBUG_KERNEL=y\nCONFIG_DEBUG_KMEMLEAK=y\nCONFIG_DEBUG_FS=y\n"
+    pytester.makefile(".kunitconfig", kunit=lines + ("CONFIG_BLK_DEV_INITRD=y\n" if initrd else ""))
+    result = pytester.runpytest(*fake_kernel.options("-k", "other"))
+    result.assert_outcomes(passed=2)  # a clean scan: green
+    (boot,) = fake_kernel.test_boots()
+    assert ("pytest_kunit.kmemleak=scan" in boot["append"]) is initrd
+    assert ("-initrd" in boot["argv"]) is initrd
+    warned = "has kmemleak but not CONFIG_BLK_DEV_INITRD, which its final scan at the end of each boot needs"
+    assert (warned in result.stdout.str()) is not initrd

@@ -1,12 +1,11 @@
-"""The coverage initramfs and reading counters back from a console: the cpio archive the kernel unpacks, the /init
-script busybox runs, the marker-delimited base64 tar, and the terminal summary."""
+"""Reading coverage counters back from a console (the marker-delimited base64 tar the initramfs's /init prints) and
+the terminal summary."""
 
 from __future__ import annotations
 
 import base64
 import gzip
 import io
-import subprocess
 import tarfile
 from pathlib import Path
 
@@ -14,24 +13,7 @@ import pytest
 
 from pytest_kunit import coverage
 from pytest_kunit.coverage_report import CoverageReport, FileCoverage
-
-needs_busybox = pytest.mark.skipif(not coverage.BUSYBOX.is_file(), reason="busybox-static is not installed")
-
-
-@needs_busybox
-def test_the_initramfs_holds_init_busybox_and_a_console(tmp_path: Path) -> None:
-    path = coverage.initramfs(tmp_path)
-    assert coverage.initramfs(tmp_path) == path  # built once
-    listing = subprocess.run(
-        [str(coverage.BUSYBOX), "cpio", "-tv"], input=path.read_bytes(), capture_output=True, check=True
-    ).stdout.decode()
-    assert "init" in listing and "bin/busybox" in listing
-    assert any(line.startswith("crw") and "dev/console" in line for line in listing.splitlines())
-
-
-@needs_busybox
-def test_the_init_script_parses() -> None:
-    subprocess.run([str(coverage.BUSYBOX), "sh", "-n", "-c", coverage.INIT], check=True)
+from pytest_kunit.initramfs import GCOV_BEGIN, GCOV_END
 
 
 def console_with(files: dict[str, bytes], noise: bool = False) -> list[str]:
@@ -45,7 +27,7 @@ def console_with(files: dict[str, bytes], noise: bool = False) -> list[str]:
     lines = [encoded[index : index + 76] for index in range(0, len(encoded), 76)]
     if noise:
         lines.insert(1, "[   12.345678] random: crng init done")  # a kernel line in the middle
-    return ["    ok 1 last", "ok 1 suite", coverage.BEGIN, *lines, coverage.END, "reboot: Restarting system"]
+    return ["    ok 1 last", "ok 1 suite", GCOV_BEGIN, *lines, GCOV_END, "reboot: Restarting system"]
 
 
 def test_counters_are_unpacked_beside_links_to_their_notes(tmp_path: Path) -> None:
@@ -68,20 +50,18 @@ def test_counters_are_unpacked_beside_links_to_their_notes(tmp_path: Path) -> No
     "console",
     [
         ["ok 1 suite", "reboot: Restarting system"],  # no /init: the guest died or rebooted first
-        [coverage.BEGIN, "aGVsbG8="],  # cut before the end marker
-        [coverage.BEGIN, "not base64 at all!", coverage.END],
-        [coverage.BEGIN, "aGVsbG8=", coverage.END],  # base64, but no gzip inside
+        [GCOV_BEGIN, "aGVsbG8="],  # cut before the end marker
+        [GCOV_BEGIN, "not base64 at all!", GCOV_END],
+        [GCOV_BEGIN, "aGVsbG8=", GCOV_END],  # base64, but no gzip inside
     ],
 )
 def test_no_counters(console: list[str]) -> None:
     assert coverage.counters(console) is None
 
 
-def test_tested_dirs_and_boot_arguments() -> None:
+def test_tested_dirs() -> None:
     dirs = coverage.tested_dirs(["lib/kunit/test.c", "lib/kunit/kunit-test.c", "pytest-kunit/sanitize/x.c", ""])
     assert dirs == ("lib/kunit", "pytest-kunit/sanitize")
-    assert coverage.kernel_args(dirs) == ("kunit_shutdown=none", "pytest_kunit.gcov=lib/kunit,pytest-kunit/sanitize")
-    assert coverage.kernel_args(()) == ("kunit_shutdown=none", "pytest_kunit.gcov=all")
 
 
 def test_the_summary_is_short_and_best_covered_first(tmp_path: Path) -> None:

@@ -176,6 +176,7 @@ def main(target: str, build_dir: str) -> int:
             spec["core"] = zlib.crc32((TREE / "lib/kunit/core.c").read_bytes())  # KUnit's code is in the image too
         if "CONFIG_GCOV_KERNEL=y" in dotconfig.read_text():
             spec["gcov"] = gcov_program(out)
+        spec["kmemleak"] = "CONFIG_DEBUG_KMEMLEAK=y" in dotconfig.read_text()
         image.write_bytes(elf_image(json.dumps(spec).encode()))
         (out / "lib/kunit").mkdir(parents=True, exist_ok=True)
         (out / "lib/kunit/.kunit-example-test.o.cmd").write_text("cmd\n")
