@@ -7,7 +7,8 @@ variant) and each warm run's wall time and boot seconds. Medians; ratios against
 printed beside the figures, since builds and TCG guests both slow down under load.
 
 Usage: bench/bench_sanitize.py --cache DIR [--fragment F] [--sanitize kasan,ubsan] [--warm-runs N] [--json OUT]
-                               [--only plain,sanitize,coverage]
+                               [--only plain,sanitize,coverage] [--sanitize-arg ARG]...
+(--sanitize-arg: an option for the sanitized variant's runs only, e.g. --sanitize-arg=--kunit-patches=DIR)
 """
 
 from __future__ import annotations
@@ -54,11 +55,12 @@ def main() -> int:
     parser.add_argument("--warm-runs", type=int, default=3)
     parser.add_argument("--only", default="plain,sanitize,coverage")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--sanitize-arg", action="append", default=[])
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         variants = {
             "plain": [],
-            "sanitize": [f"--kunit-sanitize={args.sanitize}"],
+            "sanitize": [f"--kunit-sanitize={args.sanitize}", *args.sanitize_arg],
             "coverage": [f"--kunit-coverage={Path(scratch) / 'coverage'}"],
         }
         results: dict[str, dict[str, object]] = {}
