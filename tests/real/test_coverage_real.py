@@ -4,6 +4,7 @@ reading of the same counters."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -35,3 +36,25 @@ def test_framework_coverage_matches_gcov(tmp_path: Path) -> None:
     assert found, said
     assert int(found[2]) == total, said
     assert round(float(found[1]) * total / 100) == covered, said
+
+
+def test_a_selection_covers_only_what_ran(tmp_path: Path) -> None:
+    """With -k only the selected cases run: a suite left out covers none of its own lines (the same GCOV build as
+    above: boots only)."""
+    everything, selected = tmp_path / "all", tmp_path / "selected"
+    process, _ = run(tmp_path, FRAMEWORK, f"--kunit-coverage={everything}")
+    assert process.returncode == 0, report(process)
+    whole = lines_covered(everything)
+    process, outcomes = run(tmp_path, FRAMEWORK, f"--kunit-coverage={selected}", "-k", "example")
+    assert process.returncode == 0, report(process)
+    assert outcomes and all(name.startswith("example.") for name in outcomes), outcomes
+    part = lines_covered(selected)
+    assert whole["lib/kunit/string-stream-test.c"] > 0 and part["lib/kunit/string-stream-test.c"] == 0
+    assert 0 < part["lib/kunit/kunit-example-test.c"] <= whole["lib/kunit/kunit-example-test.c"]
+    assert 0 < part["lib/kunit/test.c"] < whole["lib/kunit/test.c"]
+
+
+def lines_covered(report: Path) -> dict[str, int]:
+    """Covered lines per file, from the report's JSON summary (the terminal shows only the best covered)."""
+    files = json.loads((report / "summary.json").read_text())["files"]
+    return {entry["filename"]: int(entry["line_covered"]) for entry in files}
