@@ -6,6 +6,7 @@
 #include <kunit/test.h>
 #include <linux/compiler.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/workqueue.h>
 
 /* Not a multiple of KASAN's 8-byte granule: the byte after the buffer is poisoned in the same granule. */
@@ -31,6 +32,19 @@ static void sanitize_kmalloc_overflow(struct kunit *test)
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, buffer);
 	overflow(buffer, BUFFER_SIZE);
 	kfree(buffer);
+}
+
+/*
+ * Leaks on purpose: kmemleak (--kunit-sanitize kmemleak) finds it in the scan after the last suite, which fails the
+ * run. Early in the suite, so the later cases' threads reuse and overwrite this thread's stack: a stale copy of the
+ * pointer there would hide the leak from kmemleak's conservative scan.
+ */
+static void sanitize_leak(struct kunit *test)
+{
+	char *leaked = kmalloc(BUFFER_SIZE, GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, leaked);
+	memset(leaked, 'l', BUFFER_SIZE);
 }
 
 static void sanitize_pass_after_overflow(struct kunit *test)
@@ -77,6 +91,7 @@ static void sanitize_pass_last(struct kunit *test)
 
 static struct kunit_case sanitize_cases[] = {
 	KUNIT_CASE(sanitize_pass_first),
+	KUNIT_CASE(sanitize_leak),
 	KUNIT_CASE(sanitize_kmalloc_overflow),
 	KUNIT_CASE(sanitize_pass_after_overflow),
 	KUNIT_CASE(sanitize_overflow_in_work),
