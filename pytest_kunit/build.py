@@ -29,6 +29,7 @@ from .wrapper import CompilerWrapping, ccache_counts, hit_note, prepare
 STAMP = ".pytest-kunit-stamp"
 SOURCES = ".pytest-kunit-sources"  # when the last build started reading the tree (ns), and what had changed just before
 RECENT = 1000  # changes in the second before a build started that it records (more: the next run builds again)
+LAG_NS = 1_000_000_000  # how far file times may lag this clock: a build vouches for changes after its start less this
 STEPS = ".pytest-kunit-steps"
 BUILD_TOOLS = ("make", "gcc", "flex", "bison", "bc")
 _STEP = re.compile(r"^\s+([A-Z][A-Z0-9_]*)\s+(\S+)")
@@ -217,12 +218,11 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
         # edit-build-test loop): it is current if this very run built it, or no file in it is newer than the start
         # of its last build.
         sources = build_dir / SOURCES
-        up_to_date = same_inputs and (
-            recorded[1:2] == [request.session] or _unchanged(request.tree, stamp_file, sources)
-        )
+        built_by_this_run = same_inputs and recorded[1:2] == [request.session]
+        look = None if built_by_this_run else _look(request.tree, stamp_file, sources if same_inputs else None)
+        up_to_date = built_by_this_run or (look is not None and look.unchanged)
         note = ""
         if not up_to_date:
-            snapshot = _snapshot(request.tree.path)
             _check_tools(request.arch)
             wrapping = prepare(request.wrapper, request.arch.make, build_dir, request.tree.path)
             stamp_file.unlink(missing_ok=True)
@@ -250,34 +250,49 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
         assert checked is not None
         if not up_to_date or checked.record != record:  # a new image, or one recorded less fully (older stamps)
             write_atomically(stamp_file, f"{stamp}\n{request.session}\n{checked.record.lines()}")
-        if not up_to_date:
-            write_atomically(sources, snapshot)
+        if look is not None and not up_to_date:
+            write_atomically(sources, look.sources)
         seconds = time.monotonic() - started
         return BuildResult(image, checked.record.digest, build_dir, not up_to_date, seconds, log, note)
 
 
-def _snapshot(tree: Path) -> str:
-    """The tree as a build starts reading it, for SOURCES. File times come from a coarse clock that may lag this one:
-    the build vouches for what changed after a second before its start, as it is now (what the runner itself wrote
+@dataclass(frozen=True)
+class _TreeLook:
+    unchanged: bool  # the tree is as it was when the recorded build started
+    sources: str  # SOURCES for a build starting now
+
+
+def _look(tree: PreparedTree, stamp: Path, sources: Path | None) -> _TreeLook:
+    """One walk of the tree: whether it is as it was when the build recorded in `sources` (None: no build to compare
+    with) started, and what a build starting now records. File times come from a coarse clock that may lag this one:
+    a build vouches for what changed after a second before its start, as it is now (what the runner itself wrote
     just before: patches, out-of-tree suites), so only later changes rebuild."""
-    since = time.time_ns() - 1_000_000_000
-    return json.dumps({"since": since, "recent": changed_since(tree, since, RECENT) or {}})
+    since = time.time_ns() - LAG_NS
+    before = _recorded(tree, stamp, sources) if sources is not None else None
+    # Whatever changed after the recorded build's start includes what changed in the last second: one walk sees both.
+    changed = changed_since(tree.path, since if before is None else min(since, before[0]))
+    recent = {path: mtime for path, mtime in (changed or {}).items() if mtime > since}
+    record = json.dumps({"since": since, "recent": recent if len(recent) <= RECENT else {}})
+    if before is None or changed is None:
+        return _TreeLook(False, record)
+    # A recorded start later than this one's is a clock that went back: then nothing vouches for the tree.
+    unchanged = before[0] <= since and all(before[1].get(path) == mtime for path, mtime in changed.items())
+    return _TreeLook(unchanged, record)
 
 
-def _unchanged(tree: PreparedTree, stamp: Path, sources: Path) -> bool:
-    """Whether the tree is as it was when the recorded build started (for an extracted tarball built before start
-    times were recorded, when edits there went unbuilt: as it was when that build ended)."""
+def _recorded(tree: PreparedTree, stamp: Path, sources: Path) -> tuple[int, dict[str, int]] | None:
+    """When the recorded build started reading the tree (ns) and what had changed just before (for an extracted
+    tarball built before start times were recorded, when edits there went unbuilt: when that build ended)."""
     try:
         recorded = json.loads(sources.read_text())
     except (OSError, ValueError):
         if not tree.extracted or not stamp.exists():
-            return False
-        recorded = stamp.stat().st_mtime_ns
+            return None
+        return stamp.stat().st_mtime_ns, {}
     since, recent = (recorded, {}) if isinstance(recorded, int) else (recorded.get("since"), recorded.get("recent"))
     if not isinstance(since, int) or not isinstance(recent, dict):
-        return False
-    now = changed_since(tree.path, since, len(recent))
-    return now is not None and all(recent.get(path) == mtime for path, mtime in now.items())
+        return None
+    return since, recent
 
 
 def _whole_image(image: Path, elf: bool, recorded: ImageRecord | None) -> ImageCheck | None:

@@ -151,14 +151,14 @@ def mirror(source: Path, destination: Path, *excludes: str) -> None:
         )
 
 
-def changed_since(tree: Path, since_ns: int, limit: int) -> dict[str, int] | None:
-    """The entries of the tree (outside .git) changed after `since_ns`, with their mtimes (ns); None if more than
-    `limit` or unreadable. Kbuild judges by the same mtimes; a directory's mtime moves when an entry is added, removed
-    or renamed. find(1) walks a kernel tree (80,000 entries) in half the time Python does."""
-    paths = _find_newer(tree, since_ns, limit + 1)
+def changed_since(tree: Path, since_ns: int) -> dict[str, int] | None:
+    """The entries of the tree (outside .git) changed after `since_ns`, with their mtimes (ns); None if unreadable.
+    Kbuild judges by the same mtimes; a directory's mtime moves when an entry is added, removed or renamed. find(1)
+    walks a kernel tree (80,000 entries) in half the time Python does."""
+    paths = _find_newer(tree, since_ns)
     if paths is None:
-        paths = _walk_newer(tree, since_ns, limit + 1)
-    if paths is None or len(paths) > limit:
+        paths = _walk_newer(tree, since_ns)
+    if paths is None:
         return None
     entries: dict[str, int] = {}
     for path in paths:
@@ -169,36 +169,24 @@ def changed_since(tree: Path, since_ns: int, limit: int) -> dict[str, int] | Non
     return entries
 
 
-def _find_newer(tree: Path, since_ns: int, most: int) -> list[str] | None:
+def _find_newer(tree: Path, since_ns: int) -> list[str] | None:
     find = shutil.which("find")
     if find is None:
         return None
     with tempfile.NamedTemporaryFile(prefix="pytest-kunit-since-") as reference:
         os.utime(reference.name, ns=(since_ns, since_ns))
         command = [find, str(tree), "-name", ".git", "-prune", "-o", "-newer", reference.name, "-print0"]
-        paths: list[str] = []
-        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as process:
-            assert process.stdout is not None
-            pending = b""
-            while len(paths) < most:
-                chunk = os.read(process.stdout.fileno(), 65536)
-                if not chunk:
-                    break
-                *done, pending = (pending + chunk).split(b"\0")
-                paths.extend(os.fsdecode(path) for path in done)
-            finished = len(paths) < most
-            if not finished:
-                process.kill()
-        if finished and process.returncode != 0:
-            return None
-    return paths[:most]
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    if result.returncode != 0:
+        return None
+    return [os.fsdecode(path) for path in result.stdout.split(b"\0") if path]
 
 
-def _walk_newer(tree: Path, since_ns: int, most: int) -> list[str] | None:
+def _walk_newer(tree: Path, since_ns: int) -> list[str] | None:
     """_find_newer in Python: where find(1) is missing or failed."""
     paths: list[str] = []
     stack = [str(tree)]
-    while stack and len(paths) < most:
+    while stack:
         directory = stack.pop()
         try:
             if os.lstat(directory).st_mtime_ns > since_ns:
@@ -216,7 +204,7 @@ def _walk_newer(tree: Path, since_ns: int, most: int) -> list[str] | None:
                     paths.append(entry.path)
             except OSError:
                 return None
-    return paths[:most]
+    return paths
 
 
 def is_kernel_tree(directory: Path) -> bool:

@@ -127,17 +127,46 @@ def age(tree: Path, seconds: float = 60) -> None:
         os.utime(path, (past, past))
 
 
-def test_unchanged_directory_tree_needs_no_make(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
-    """A user's tree is rebuilt only when a file in it changed since the last build started, as Kbuild would."""
+def test_every_change_the_build_reads_is_built_after_one_walk_of_the_tree(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's tree is rebuilt only when a file in it changed since the last build started, as Kbuild would: a
+    source, a header, a Kconfig symbol, an added or a removed file, or the fragment. Each run walks the tree once."""
+    walks = tmp_path / "walks"
+    counting = tmp_path / "bin/find"
+    counting.parent.mkdir()
+    counting.write_text(f'#!/bin/sh\necho >> {walks}\nexec {shutil.which("find")} "$@"\n')
+    counting.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{counting.parent}{os.pathsep}{os.environ['PATH']}")
+    header = fake_kernel.tree / "include/linux/fake.h"
+    header.parent.mkdir(parents=True)
+    header.write_text("#define FAKE 1\n")
     age(fake_kernel.tree)
-    project.runpytest(*fake_kernel.options()).stdout.fnmatch_lines(["*kernel builds: 1 *"])
-    project.runpytest(*fake_kernel.options()).stdout.fnmatch_lines(["*kernel builds: 0 *"])
+
+    def builds(after: str) -> None:
+        walks.unlink(missing_ok=True)
+        result = project.runpytest(*fake_kernel.options())
+        built = "1" if after else "0"
+        assert f"kernel builds: {built} " in result.stdout.str(), f"{after or 'no change'}: not {built} builds"
+        assert walks.read_text().count("\n") == 1, f"{after or 'no change'}: walks of the tree"
+
+    builds("the first run")
+    builds("")
     (fake_kernel.tree / "lib/kunit/kunit-example-test.c").write_text("/* edited */\n")
-    time.sleep(1.1)  # the runner allows file times a second's lag behind the build's start
-    project.runpytest(*fake_kernel.options()).stdout.fnmatch_lines(["*kernel builds: 1 *"])
-    project.runpytest(*fake_kernel.options()).stdout.fnmatch_lines(["*kernel builds: 0 *"])
+    builds("a source edited")
+    builds("")
+    header.write_text("#define FAKE 2\n")
+    builds("a header edited")
+    kconfig = fake_kernel.tree / "Kconfig"
+    kconfig.write_text(kconfig.read_text() + '\nconfig FAKE_ADDED\n\tbool "added"\n\tdefault y\n')
+    builds("a Kconfig symbol added")
+    (fake_kernel.tree / "lib/kunit/added.c").write_text("")
+    builds("a file added")
     (fake_kernel.tree / "lib/kunit/executor.c").unlink()  # a removed file shows in its directory's time
-    project.runpytest(*fake_kernel.options()).stdout.fnmatch_lines(["*kernel builds: 1 *"])
+    builds("a file removed")
+    (project.path / "kunit.kunitconfig").write_text(KUNITCONFIG + "CONFIG_KUNIT_TEST=n\n")
+    builds("the fragment edited")
+    builds("")
 
 
 def test_build_progress_reaches_a_non_terminal_log(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
