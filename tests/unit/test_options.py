@@ -29,6 +29,18 @@ def resolved(pytester: pytest.Pytester, *args: str) -> options.Settings:
     return options.resolve(config)
 
 
+def test_every_option_has_an_ini_twin(pytester: pytest.Pytester) -> None:
+    """Each option of pytest-kunit (dest kunit*), however it was added, has an ini key of the same name."""
+    config = pytester.parseconfig("-p", "no:cacheprovider")
+    dests = [dest for dest in vars(config.option) if dest.startswith("kunit")]
+    assert {option.name for option in options.OPTIONS} <= set(dests)
+    for dest in dests:
+        try:
+            config.getini(dest)
+        except ValueError:
+            pytest.fail(f"--{dest.replace('_', '-')} has no ini key {dest!r}")
+
+
 # --- bad command-line values ---------------------------------------------------------------------------------------
 
 
