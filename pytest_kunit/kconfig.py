@@ -270,8 +270,3 @@ def kconfig_definitions(tree: Path, names: set[str], srcarch: str = "x86") -> di
     """What each symbol in `names` that the tree defines needs: its `depends on` lines, then the conditions of the
     `if` and `menu` blocks it sits in (with file:line), in one walk over the Kconfig files."""
     return _KconfigWalk(tree, names, srcarch).run()
-
-
-def kconfig_definition(tree: Path, name: str) -> tuple[str, ...] | None:
-    """The needs of symbol `name` in the tree's Kconfig files, or None if it is not defined."""
-    return kconfig_definitions(tree, {name}).get(name)

@@ -33,14 +33,6 @@ from . import ktap_lines as grammar
 
 _LOCATION = re.compile(r"(?:FAILED|failed) at (?P<file>[\w./+-]+):(?P<line>\d+)")
 
-# Lines the kernel prints when something died: the start of an oops, BUG or panic report. arm64 starts a fault's
-# report with "Unable to handle kernel", and others (an undefined instruction, BTI, a failed PAC) with its die()'s
-# "Internal error: Oops - <what>".
-_FAULT = re.compile(
-    r"(BUG: |Oops: |general protection fault|kernel BUG at|invalid opcode: |double fault|"
-    r"Kernel panic - not syncing|Unable to handle kernel|Internal error: |stack-protector: )"
-)
-_PANIC = re.compile(r"Kernel panic - not syncing")
 # Diagnostics KUnit prints before a case's `not ok` line when its thread died: "try faulted" (upstream since
 # 2024, and our kernel series, which follows it) or "test case crashed" (the series' first version); timeouts are
 # worded alike everywhere.
@@ -419,32 +411,9 @@ def parse(lines: Iterable[str]) -> Iterator[Event]:
     yield from parser.finish()
 
 
-def parse_list(lines: Iterable[str]) -> list[tuple[str, str]]:
-    """Parse the output of a `kunit.action=list` boot into (suite, case) pairs, in execution order."""
-    return listed_cases(parse(lines))
-
-
-def listed_cases(events: Iterable[Event]) -> list[tuple[str, str]]:
-    """The (suite, case) pairs a `kunit.action=list` boot printed, from its parsed events."""
-    return [(event.suite, event.case) for event in events if isinstance(event, Listed)]
-
-
-def fault_lines(lines: Iterable[str]) -> list[str]:
-    """The kernel's own crash report (oops, BUG, panic) within `lines`, from its first line on."""
-    collected = list(lines)
-    for index, line in enumerate(collected):
-        if _FAULT.search(line):
-            return collected[index:]
-    return []
-
-
 def since_last_result(lines: list[str]) -> list[str]:
     """The lines after the last `ok`/`not ok` line (all of them if there is none)."""
     for index in range(len(lines) - 1, -1, -1):
         if grammar.result(grammar.clean(lines[index]).strip()):
             return lines[index + 1 :]
     return list(lines)
-
-
-def is_panic(line: str) -> bool:
-    return bool(_PANIC.search(line))

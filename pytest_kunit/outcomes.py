@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import ktap
+from . import faults, ktap
 from .blame import OutsideReport, blame
 from .findings import Finding, find_reports, place
 from .planning import CaseId
@@ -72,7 +72,7 @@ def case_outcomes(
         # Only a case that crashed or timed out needs its crash report decoded (some passing cases oops on purpose;
         # a failed one shows its own diagnostics).
         failed = result.status in (ktap.Status.CRASHED, ktap.Status.TIMED_OUT)
-        crash_report = decode(tuple(ktap.fault_lines(result.diagnostics))) if failed else ()
+        crash_report = decode(tuple(faults.fault_lines(result.diagnostics))) if failed else ()
         outcomes[case] = Outcome(
             result,
             console,

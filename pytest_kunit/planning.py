@@ -79,8 +79,6 @@ def plan_batches(
 
 
 Attributes = tuple[tuple[str, str], ...]
-# KUnit's speeds, slowest first (lib/kunit/attributes.c); a case without one runs at normal speed.
-SPEEDS = ("very_slow", "slow", "normal")
 NOT_SLOW = "speed>slow"  # kunit.filter (6.6+) keeping only the cases that are not slow
 
 

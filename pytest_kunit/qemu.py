@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from . import ktap
+from . import faults, ktap
 from .arch import Arch
 from .console import ConsoleMap, strip_controls
 from .errors import BootError
@@ -221,7 +221,7 @@ def boot(
     crashed = False
     with Guest(request, sink) as guest:
         for line in guest.lines(first_output_timeout):
-            crashed = crashed or bool(ktap.fault_lines([line]))
+            crashed = crashed or bool(faults.fault_lines([line]))
             index, now = len(guest.record.console) - 1, time.monotonic()
             for event in parser.feed(line):
                 events.append(event)

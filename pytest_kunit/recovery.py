@@ -12,7 +12,7 @@ import signal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from . import ktap
+from . import faults
 from .errors import BootError
 from .ktap import CaseResult, Status
 
@@ -83,12 +83,12 @@ def earlier_crash(results: Iterable[CaseResult], before: Sequence[str]) -> str:
     """What crashed in a guest before its case in flight began: a case (reported crashed, or whose log holds an
     oops) or, outside any case, the kernel; "" when nothing did. `before` is the console up to that case's start."""
     for result in results:
-        faults = ktap.fault_lines(result.diagnostics)
-        if result.status is Status.CRASHED or faults:
-            first = f": {faults[0].strip()}" if faults else ""
+        report = faults.fault_lines(result.diagnostics)
+        if result.status is Status.CRASHED or report:
+            first = f": {report[0].strip()}" if report else ""
             return f"{result.suite}.{result.case} had crashed{first}"
-    faults = ktap.fault_lines(before)
-    return f"the kernel had crashed: {faults[0].strip()}" if faults else ""
+    report = faults.fault_lines(before)
+    return f"the kernel had crashed: {report[0].strip()}" if report else ""
 
 
 def signal_name(number: int) -> str:

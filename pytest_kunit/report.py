@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import ktap
+from . import faults
 from .blame import reports_text
 from .errors import BootError
 from .ktap import CaseResult, Status
@@ -60,7 +60,7 @@ def render_failure(outcome: Outcome) -> str:
     diagnostics = list(result.diagnostics)
     if crash_report:
         # The decoded crash report below replaces the raw one the diagnostics hold: the oops is shown once.
-        diagnostics = diagnostics[: len(diagnostics) - len(ktap.fault_lines(diagnostics))]
+        diagnostics = diagnostics[: len(diagnostics) - len(faults.fault_lines(diagnostics))]
     if diagnostics:
         parts.append("\n".join(diagnostics))
     if crash_report:
@@ -114,7 +114,7 @@ def boot_failure(record: BootRecord) -> BootError:
     if failed is not None:
         return failed
     tail = "\n".join(record.console[-25:])
-    if any(ktap.is_panic(line) for line in record.console):
+    if any(faults.is_panic(line) for line in record.console):
         what = "The kernel panicked before KUnit started."
     elif record.timed_out:
         what = f"Before KUnit started, {record.killed_for or 'the guest printed nothing for too long and was killed'}."

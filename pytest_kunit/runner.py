@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ktap, recovery
+from . import faults, ktap, recovery
 from .accel import Accelerator, kvm_failure
 from .arch import Arch
 from .blame import OutsideReports
@@ -298,7 +298,7 @@ class Runner:
         stop = Stop(
             recovery.cause_of(record.timed_out, record.outside_signal),
             str(console),
-            evidence=tuple(ktap.fault_lines(log)),
+            evidence=tuple(faults.fault_lines(log)),
             earlier_crash=recovery.earlier_crash(results, before),
             signal=record.outside_signal,
             program=record.program,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_kunit import faults
 from pytest_kunit.arch import ARCHES, Arch
 from pytest_kunit.errors import BootError
 from pytest_kunit.launch import QemuLauncher
@@ -82,10 +83,8 @@ def test_every_record_names_itself_and_its_console(name: str) -> None:
 
 
 def test_arm64_oopses_start_a_crash_report() -> None:
-    from pytest_kunit import ktap
-
     # arm64's die() words, from arch/arm64/kernel/traps.c and mm/fault.c of 6.1.
     undefined = ["# case: about to run", "Internal error: Oops - Undefined instruction: 0000000002000000 [#1] SMP"]
-    assert ktap.fault_lines(undefined) == undefined[1:]
+    assert faults.fault_lines(undefined) == undefined[1:]
     null = ["Unable to handle kernel NULL pointer dereference at virtual address 0000000000000000", "Mem abort info:"]
-    assert ktap.fault_lines(["x", *null]) == null
+    assert faults.fault_lines(["x", *null]) == null

@@ -13,11 +13,16 @@ from pytest_kunit.kconfig import (
     Fragment,
     check_fragment,
     dropped_symbols,
-    kconfig_definition,
+    kconfig_definitions,
     parse_fragment,
     read_dotconfig,
     read_fragment,
 )
+
+
+def definition(tree: Path, name: str) -> tuple[str, ...] | None:
+    """The needs of symbol `name` in the tree's Kconfig files, or None if it is not defined."""
+    return kconfig_definitions(tree, {name}).get(name)
 
 
 def values(fragment: Fragment) -> list[tuple[str, str]]:
@@ -235,15 +240,15 @@ def tree(tmp_path: Path) -> Path:
 
 
 def test_kconfig_definition(tree: Path) -> None:
-    assert kconfig_definition(tree, "KUNIT") == ()
-    assert kconfig_definition(tree, "KUNIT_TEST") == ("depends on KUNIT",)
-    assert kconfig_definition(tree, "NEEDS_PCI") == ("depends on PCI && !UML", "depends on KUNIT=y")
-    assert kconfig_definition(tree, "NET_TESTS") == ("depends on NET",)
-    assert kconfig_definition(tree, "NET_INNER") == ("if NET_TESTS (lib/Kconfig.debug:23)",)
-    assert kconfig_definition(tree, "OTHER") == ("depends on KUNIT",)
-    assert kconfig_definition(tree, "GHOST") is None
-    assert kconfig_definition(tree, "NO_SUCH_SYMBOL") is None
-    assert kconfig_definition(tree, "KUNIT_TES") is None
+    assert definition(tree, "KUNIT") == ()
+    assert definition(tree, "KUNIT_TEST") == ("depends on KUNIT",)
+    assert definition(tree, "NEEDS_PCI") == ("depends on PCI && !UML", "depends on KUNIT=y")
+    assert definition(tree, "NET_TESTS") == ("depends on NET",)
+    assert definition(tree, "NET_INNER") == ("if NET_TESTS (lib/Kconfig.debug:23)",)
+    assert definition(tree, "OTHER") == ("depends on KUNIT",)
+    assert definition(tree, "GHOST") is None
+    assert definition(tree, "NO_SUCH_SYMBOL") is None
+    assert definition(tree, "KUNIT_TES") is None
 
 
 DOTCONFIG = """\
@@ -318,7 +323,7 @@ def test_check_fragment_reports_dropped_and_unknown_symbols(tree: Path) -> None:
 def test_symbol_defined_in_several_files_collects_every_dependency(tree: Path) -> None:
     (tree / "arch").mkdir()
     (tree / "arch" / "Kconfig").write_text("config NEEDS_PCI\n\tdepends on X86\n")
-    assert sorted(kconfig_definition(tree, "NEEDS_PCI") or ()) == [
+    assert sorted(definition(tree, "NEEDS_PCI") or ()) == [
         "depends on KUNIT=y",
         "depends on PCI && !UML",
         "depends on X86",
@@ -339,12 +344,12 @@ def test_enclosing_if_and_menu_blocks_of_the_sourcing_file_are_needs(tmp_path: P
     )
     (tmp_path / "arch" / "x86").mkdir(parents=True)
     (tmp_path / "arch" / "x86" / "Kconfig").write_text("config X86_ONLY\n\tbool\n\tdepends on PCI\n")
-    assert kconfig_definition(tmp_path, "EXT4_FS") == (
+    assert definition(tmp_path, "EXT4_FS") == (
         "menu depends on MULTIUSER (fs/Kconfig:1)",
         "if BLOCK (fs/Kconfig:4)",
     )
-    assert kconfig_definition(tmp_path, "AFTER") == ("menu depends on MULTIUSER (fs/Kconfig:1)",)
-    assert kconfig_definition(tmp_path, "X86_ONLY") == ("depends on PCI",)
+    assert definition(tmp_path, "AFTER") == ("menu depends on MULTIUSER (fs/Kconfig:1)",)
+    assert definition(tmp_path, "X86_ONLY") == ("depends on PCI",)
     fragment = parse_fragment("CONFIG_EXT4_FS=y\n", "ext4.kunitconfig")
     (dropped,) = dropped_symbols(fragment, {"CONFIG_MULTIUSER": "y"}, tmp_path)
     assert dropped.unmet == ("BLOCK",)
@@ -359,4 +364,4 @@ def test_help_text_is_not_a_dependency(tmp_path: Path) -> None:
         'config CHATTY\n\tbool "chatty"\n\tdepends on REAL\n\thelp\n\t  Whether this works\n'
         "\t  depends on your hardware.\n"
     )
-    assert kconfig_definition(tmp_path, "CHATTY") == ("depends on REAL",)
+    assert definition(tmp_path, "CHATTY") == ("depends on REAL",)

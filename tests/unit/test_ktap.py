@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit import ktap
+from pytest_kunit import faults, ktap
 from pytest_kunit.ktap import (
     CaseResult,
     KtapStarted,
@@ -53,6 +53,11 @@ def case(events: list[ktap.Event], suite: str, name: str) -> CaseResult:
     found = [event for event in cases(events) if (event.suite, event.case) == (suite, name)]
     assert len(found) == 1, found
     return found[0]
+
+
+def listed(lines: list[str]) -> list[tuple[str, str]]:
+    """The (suite, case) pairs a `kunit.action=list` boot printed, in execution order."""
+    return [(event.suite, event.case) for event in ktap.parse(lines) if isinstance(event, ktap.Listed)]
 
 
 def skeleton(events: list[ktap.Event]) -> list[tuple[str, ...]]:
@@ -108,7 +113,7 @@ KUNIT_ALL_CASES = [
 
 
 def test_parse_list_gives_the_24_cases_in_order() -> None:
-    assert ktap.parse_list(lines_of("kunit-6.1.192-list.log")) == KUNIT_ALL_CASES
+    assert listed(lines_of("kunit-6.1.192-list.log")) == KUNIT_ALL_CASES
 
 
 def test_parse_list_ignores_lines_before_ktap_and_strips_timestamps() -> None:
@@ -122,11 +127,11 @@ def test_parse_list_ignores_lines_before_ktap_and_strips_timestamps() -> None:
         "not a.listing line",
         "suite.b.case_three",
     ]
-    assert ktap.parse_list(lines) == [("suite-a", "case_one"), ("suite-a", "case_two"), ("suite.b", "case_three")]
+    assert listed(lines) == [("suite-a", "case_one"), ("suite-a", "case_two"), ("suite.b", "case_three")]
 
 
 def test_parse_list_without_ktap_header_finds_nothing() -> None:
-    assert ktap.parse_list(["example.example_simple_test"]) == []
+    assert listed(["example.example_simple_test"]) == []
 
 
 def test_all_suites_console() -> None:
@@ -381,12 +386,12 @@ def test_truncated_console_reports_unfinished_suite_with_the_oops() -> None:
     assert unfinished.log[-1] == "---[ end Kernel panic - not syncing: Fatal exception ]---"
     assert len(unfinished.log) == 22
     assert "<TASK>" in unfinished.log
-    report = ktap.fault_lines(unfinished.log)
+    report = faults.fault_lines(unfinished.log)
     assert report[0] == "BUG: kernel NULL pointer dereference, address: 0000000000000000"
     assert len(report) == 21
-    assert any(ktap.is_panic(line) for line in lines)
-    assert sum(ktap.is_panic(line) for line in lines) == 2
-    assert not ktap.is_panic("BUG: kernel NULL pointer dereference, address: 0000000000000000")
+    assert any(faults.is_panic(line) for line in lines)
+    assert sum(faults.is_panic(line) for line in lines) == 2
+    assert not faults.is_panic("BUG: kernel NULL pointer dereference, address: 0000000000000000")
 
 
 def test_unfinished_only_once_and_parser_reusable_after_finish() -> None:
@@ -420,10 +425,11 @@ def test_crashed_and_timed_out_diagnostics() -> None:
     assert [(e.suite, e.status) for e in events if isinstance(e, SuiteFinished)] == [("fragile", F)]
     crashed = case(events, "fragile", "fragile_crash")
     assert crashed.diagnostics[-1] == "# fragile_crash: test case crashed"
-    assert ktap.fault_lines(crashed.diagnostics)[0] == "BUG: kernel NULL pointer dereference, address: 0000000000000008"
-    assert ktap.fault_lines(crashed.diagnostics)[-1] == "# fragile_crash: test case crashed"
+    report = faults.fault_lines(crashed.diagnostics)
+    assert report[0] == "BUG: kernel NULL pointer dereference, address: 0000000000000008"
+    assert report[-1] == "# fragile_crash: test case crashed"
     assert crashed.location is None
-    assert ktap.fault_lines(case(events, "fragile", "fragile_hang").diagnostics) == []
+    assert faults.fault_lines(case(events, "fragile", "fragile_hang").diagnostics) == []
     params = case(events, "fragile", "fragile_params")
     assert [(p.name, p.status) for p in params.params] == [("p0", P), ("p1", C), ("p2", T)]
     assert case(events, "fragile", "fragile_skipped").reason == ""
@@ -694,7 +700,7 @@ def test_list_attr_console() -> None:
         ktap.Listed("attr-suite", "attr_slowest", (("speed", "very_slow"), ("module", "attr_test"))),
         ktap.Listed("init-suite", "init_case", (("module", "init_test"), ("is_init", "true"))),
     ]
-    assert ktap.parse_list(lines_of("synthetic-list-attr-6.12.log")) == [
+    assert listed(lines_of("synthetic-list-attr-6.12.log")) == [
         ("attr-suite", "attr_plain"),
         ("attr-suite", "attr_fast"),
         ("attr-suite", "attr_slowest"),
@@ -944,7 +950,7 @@ def test_faulted_in_the_series_and_upstream_words() -> None:
     ]
     crashed = case(events, "upstream", "upstream_null")
     assert crashed.diagnostics[-2] == "# upstream_null: try faulted: last line seen lib/kunit/upstream-test.c:42"
-    assert ktap.fault_lines(case(events, "series", "series_null").diagnostics)[0].startswith("BUG: kernel NULL")
+    assert faults.fault_lines(case(events, "series", "series_null").diagnostics)[0].startswith("BUG: kernel NULL")
 
 
 def test_param_case_with_crashed_param_is_crashed_whatever_its_line_says() -> None:
@@ -985,9 +991,9 @@ def test_location_is_the_first_failure() -> None:
 
 def test_fault_lines_and_is_panic() -> None:
     lines = ["# c: initializing", "general protection fault, probably for non-canonical address", "RIP: x", "end"]
-    assert ktap.fault_lines(lines) == lines[1:]
-    assert ktap.fault_lines(["kernel BUG at mm/slub.c:1:", "x"]) == ["kernel BUG at mm/slub.c:1:", "x"]
-    assert ktap.fault_lines(["fine", "all good"]) == []
-    assert ktap.fault_lines([]) == []
-    assert ktap.is_panic("[    3.1] Kernel panic - not syncing: Fatal exception")
-    assert not ktap.is_panic("Oops: 0002 [#1] PREEMPT SMP NOPTI")
+    assert faults.fault_lines(lines) == lines[1:]
+    assert faults.fault_lines(["kernel BUG at mm/slub.c:1:", "x"]) == ["kernel BUG at mm/slub.c:1:", "x"]
+    assert faults.fault_lines(["fine", "all good"]) == []
+    assert faults.fault_lines([]) == []
+    assert faults.is_panic("[    3.1] Kernel panic - not syncing: Fatal exception")
+    assert not faults.is_panic("Oops: 0002 [#1] PREEMPT SMP NOPTI")
