@@ -13,41 +13,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from bench import pytest_command
+from bench import kunit_py, pytest_command, timed
 
-
-def timed(command: list[str], cwd: Path) -> float:
-    started = time.monotonic()
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
-    elapsed = time.monotonic() - started
-    if result.returncode != 0:
-        sys.stderr.write(f"command failed ({result.returncode}): {' '.join(command)}\n{result.stdout[-3000:]}\n")
-        raise SystemExit(1)
-    return elapsed
+# As a developer types it inside the tree: every installed plugin autoloaded.
+AUTOLOAD = dict(os.environ)
 
 
 def ours(cache: Path) -> list[str]:
-    # As a developer types it inside the tree: every installed plugin autoloaded.
     return pytest_command(sys.executable, cache, Path("lib/kunit/"))
-
-
-def kunit_py(build_dir: Path) -> list[str]:
-    return [
-        sys.executable,
-        "tools/testing/kunit/kunit.py",
-        "run",
-        "--arch=x86_64",
-        f"--build_dir={build_dir}",
-        "--kunitconfig=lib/kunit",
-    ]
 
 
 def main() -> int:
@@ -72,12 +53,12 @@ def main() -> int:
         for path in (cache, build):
             shutil.rmtree(path, ignore_errors=True)
         subprocess.run(["sync"], check=False)
-        figures["cold"]["pytest-kunit"].append(timed(ours(cache), tree))
-        figures["cold"]["kunit.py"].append(timed(kunit_py(build), tree))
+        figures["cold"]["pytest-kunit"].append(timed(ours(cache), tree, AUTOLOAD))
+        figures["cold"]["kunit.py"].append(timed(kunit_py(tree, build, tree / "lib/kunit"), tree))
     cache, build = workdir / f"cache-{args.cold_runs - 1}", workdir / f"build-{args.cold_runs - 1}"
     for _ in range(args.warm_runs):
-        figures["warm"]["pytest-kunit"].append(timed(ours(cache), tree))
-        figures["warm"]["kunit.py"].append(timed(kunit_py(build), tree))
+        figures["warm"]["pytest-kunit"].append(timed(ours(cache), tree, AUTOLOAD))
+        figures["warm"]["kunit.py"].append(timed(kunit_py(tree, build, tree / "lib/kunit"), tree))
     for scenario, tools in figures.items():
         mine, theirs = statistics.median(tools["pytest-kunit"]), statistics.median(tools["kunit.py"])
         runs = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(tools["pytest-kunit"], tools["kunit.py"], strict=True))

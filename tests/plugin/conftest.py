@@ -71,6 +71,12 @@ class FakeKernel:
         return [boot["params"].get("kunit.filter_glob") for boot in self.test_boots()]
 
 
+def no_traceback(result: pytest.RunResult) -> None:
+    """Bad input gets one clear paragraph, never a traceback or pytest's INTERNALERROR."""
+    text = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in text and "INTERNALERROR" not in text, text
+
+
 @pytest.fixture
 def fake_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKernel]:
     tree = tmp_path / "fake-tree"

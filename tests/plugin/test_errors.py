@@ -13,12 +13,7 @@ import pytest
 
 from pytest_kunit import options
 
-from .conftest import KUNITCONFIG, FakeKernel
-
-
-def no_traceback(result: pytest.RunResult) -> None:
-    text = result.stdout.str()
-    assert "Traceback" not in text and "INTERNALERROR" not in text, text
+from .conftest import KUNITCONFIG, FakeKernel, no_traceback
 
 
 def test_qemu_missing(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:

@@ -14,12 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FAKE, FakeKernel
-
-
-def no_traceback(result: pytest.RunResult) -> None:
-    text = result.stdout.str() + result.stderr.str()
-    assert "Traceback" not in text and "INTERNALERROR" not in text, text
+from .conftest import FAKE, FakeKernel, no_traceback
 
 
 @pytest.mark.parametrize("value", ["0.5", "1.9", "1e9"])
