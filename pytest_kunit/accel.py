@@ -13,8 +13,9 @@ from .arch import Arch
 from .cache import load_kvm_verdict, save_kvm_verdict
 from .errors import KunitWarning
 from .launch import launcher
-from .options import Accel, Settings
+from .options import Accel
 from .qemu import KVM_FIRST_OUTPUT, BootRecord, kvm_usable
+from .settings import Settings
 
 
 def kvm_failure(record: BootRecord) -> str:

@@ -19,11 +19,11 @@ from .errors import KunitError, KunitWarning
 from .items import MARKERS, KunitCase, KunitconfigFile, collects, fragment_nodeid
 from .kcidb import REPORT_KEY, KcidbWriter, case_run
 from .launch import launcher
-from .options import Settings, given
 from .planning import PlannedCase, plan_batches
 from .remote import worker_client
 from .report import junit_properties
 from .session import STATE, SessionState
+from .settings import Settings, given
 from .workers import is_worker, run_id, worker_count, worker_durations
 
 

@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from . import options
+from . import options, settings
 from .arch import ARCHES, Arch
 
 
@@ -33,8 +33,8 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"A pytest_kunit_add_arches hook added {name!r}: {arch!r}; "
                 "add a pytest_kunit.arch.Arch under its own name."
             )
-    settings = options.resolve(config, arches)
-    if settings.enabled:
+    resolved = settings.resolve(config, arches)
+    if resolved.enabled:
         # Through sys.modules, not the package's attribute: a pytest run in-process after another (pytester) has
         # had its modules removed, and must not mix the earlier run's modules with fresh ones. For the same reason
         # the package forgets those removed modules, which `from . import ktap` would otherwise still find.
@@ -43,5 +43,5 @@ def pytest_configure(config: pytest.Config) -> None:
             if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is not value:
                 delattr(package, name)
         enabled = importlib.import_module(f"{__package__}.enabled")
-        enabled.start(config, settings, arches[settings.arch])
+        enabled.start(config, resolved, arches[resolved.arch])
         config.pluginmanager.register(enabled, "kunit-session")

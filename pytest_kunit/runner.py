@@ -18,7 +18,6 @@ from .build import BuildResult
 from .coverage_report import save_boot
 from .decode import decode_stacktrace
 from .errors import KunitError
-from .options import Settings
 from .outcomes import Outcome, case_outcomes
 from .planning import Attributes, BootFilter, CaseId, PlannedCase, executed_cases, list_filter, single_glob_filters
 from .qemu import (
@@ -33,6 +32,7 @@ from .qemu import (
 )
 from .recovery import Action, Cause, Decision, Stop, outside_kill_error
 from .report import boot_failure
+from .settings import Settings
 from .tree import TreeFeatures
 
 

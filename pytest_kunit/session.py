@@ -18,13 +18,14 @@ from .kcidb import BuiltKernel, patchset_hash
 from .kconfig import Fragment, parse_fragment, read_fragment
 from .listing import list_cases
 from .locking import cache_lock
-from .options import Settings, default_patch_dirs
+from .options import default_patch_dirs
 from .overlay import install, suite_dir_for
 from .progress import Progress
 from .remote import ImageClient
 from .runner import BootEdits, Kernel, Runner, Stats
 from .sanitizers import kconfig_lines as sanitizer_kconfig
 from .sanitizers import kernel_args as sanitizer_args
+from .settings import Settings
 from .sources import case_locations
 from .suitetable import case_list_digest
 from .tree import PreparedTree, enclosing_tree, patch_series, prepare

@@ -9,8 +9,16 @@ import sys
 
 import pytest
 
-# Its options need options.py, its --kunit-arch check arch.py, its hook specifications newhooks.py.
-INERT = ["pytest_kunit", "pytest_kunit.arch", "pytest_kunit.newhooks", "pytest_kunit.options", "pytest_kunit.plugin"]
+# Its options need options.py and settings.py (they are resolved, so a bad value fails every run), its --kunit-arch
+# check arch.py, its hook specifications newhooks.py.
+INERT = [
+    "pytest_kunit",
+    "pytest_kunit.arch",
+    "pytest_kunit.newhooks",
+    "pytest_kunit.options",
+    "pytest_kunit.plugin",
+    "pytest_kunit.settings",
+]
 
 
 def imported_by_a_run(pytester: pytest.Pytester, *args: str) -> list[str]:

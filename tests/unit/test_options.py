@@ -13,6 +13,7 @@ import pytest
 
 from pytest_kunit import options
 from pytest_kunit.options import Accel, Isolate
+from pytest_kunit.settings import Settings, resolve
 
 WHOLE_SECONDS = "a whole number of seconds from 1 to 86400 (what the kernel's kunit.timeout accepts)"
 
@@ -24,9 +25,9 @@ def usage_error(pytester: pytest.Pytester, *args: str) -> str:
     return result.stderr.str()
 
 
-def resolved(pytester: pytest.Pytester, *args: str) -> options.Settings:
+def resolved(pytester: pytest.Pytester, *args: str) -> Settings:
     config = pytester.parseconfigure("-p", "no:cacheprovider", *args)
-    return options.resolve(config)
+    return resolve(config)
 
 
 def test_every_option_has_an_ini_twin(pytester: pytest.Pytester) -> None:
@@ -183,7 +184,7 @@ def test_pyproject_ini_key_is_named_too(pytester: pytest.Pytester) -> None:
 def test_defaults(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(pytester.path / "xdg"))
     settings = resolved(pytester)
-    assert settings == options.Settings(
+    assert settings == Settings(
         enabled=False,
         kernel_src=None,
         patch_dirs=None,
@@ -242,7 +243,7 @@ def test_good_ini_values_are_used(pytester: pytest.Pytester) -> None:
         "kunit_cache_dir = cache-here\nkunit_reboot_after_crash = true\nkunit_arch = arm64\n"
         "kunit_patches =\n    series-b\n    series-a\n"
     )
-    settings = options.resolve(pytester.parseconfig("-p", "no:cacheprovider"))
+    settings = resolve(pytester.parseconfig("-p", "no:cacheprovider"))
     assert settings.enabled is True
     assert settings.raw is True
     assert settings.reboot_after_crash is True
@@ -289,7 +290,7 @@ def test_relative_ini_paths_are_relative_to_the_rootdir_wherever_pytest_starts(
     monkeypatch.chdir(pytester.mkdir("sub"))
     config = pytester.parseconfig("-p", "no:cacheprovider")
     assert config.rootpath == pytester.path
-    settings = options.resolve(config)
+    settings = resolve(config)
     assert settings.patch_dirs == (patches.resolve(),)
     assert settings.kernel_src == linux.resolve()
     assert settings.cache_dir.resolve() == (pytester.path / "cache").resolve()
