@@ -148,8 +148,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         )
     if stats.reruns:
         terminalreporter.write_line(
-            f"cases run again in a fresh guest: {stats.reruns} (an earlier crash in their guest, or a signal from "
-            "outside; each case's report says which)"
+            f"cases run again in a fresh guest: {stats.reruns} (an earlier crash in their guest, a signal from "
+            "outside, or a silence with later cases to run; each case's report says which)"
         )
     for line in state.coverage:
         terminalreporter.write_line(line)

@@ -70,6 +70,7 @@ class BootRecord:
     command: list[str]
     console: list[str] = field(default_factory=list)
     timed_out: bool = False
+    silent: bool = False  # killed for printing nothing (not for its deadline)
     killed_for: str = ""  # why the runner killed the guest (silence, or its deadline); empty if it ended by itself
     exit_status: int | None = None
     seconds: float = 0.0
@@ -168,7 +169,7 @@ class Guest:
             except pexpect.TIMEOUT:
                 if deadline is not None and time.monotonic() >= deadline:
                     continue  # the deadline, not silence: said at the top
-                self.record.timed_out = True
+                self.record.timed_out = self.record.silent = True
                 self.record.killed_for = f"the guest printed nothing for {timeout:g} s and was killed"
                 return
             seen_output = True

@@ -3,6 +3,11 @@
 Pure: the runner describes each stop (how the guest ended, whether it had crashed earlier, what the console says) and
 this module decides. A case is never blamed for an earlier case's crash, nor for a signal from outside: either gets
 the case one rerun in a fresh guest, and only what happens in a clean guest becomes its verdict.
+
+A guest that goes silent with more cases to run does not tell which case hangs: KUnit prints a case's result line
+without a newline (6.1 through at least 6.12), and printk holds such a record back from the console until the next
+line is printed. A case that passed right before a hang looks in flight. So such a silence is rerun, with the case
+in flight alone in its guest, where its result line is followed by the suite's and cannot be held back.
 """
 
 from __future__ import annotations
@@ -41,6 +46,12 @@ class Stop:
     earlier_crash: str = ""  # what had already crashed in that guest before the case began; "" for a clean guest
     signal: int | None = None  # for KILLED
     program: str = "QEMU"  # what ran the kernel
+    silent_with_cases_left: bool = False  # it printed nothing at the end, with later cases still to run
+
+    @property
+    def may_hide_a_result(self) -> bool:
+        """Silent with cases left to run: the case in flight may have finished with its result line held back."""
+        return self.silent_with_cases_left and not self.evidence
 
     def describe(self) -> str:
         """One sentence for the case's report."""
@@ -48,6 +59,11 @@ class Stop:
             what = f"{killed_by(self.signal, self.program)} while this case ran"
         elif self.earlier_crash:
             what = f"the guest {self.cause.value} during this case, after {self.earlier_crash}"
+        elif self.may_hide_a_result:
+            what = (
+                f"the guest {self.cause.value} during this case, with later cases to run: KUnit's result line "
+                "reaches the console only once the next line is printed, so the hang may have been a later case's"
+            )
         else:
             what = f"the guest {self.cause.value} during this case"
         return f"{what} (console: {self.console})"
@@ -55,7 +71,7 @@ class Stop:
 
 class Action(enum.Enum):
     VERDICT = "verdict"  # the case is reported CRASHED or TIMED OUT now
-    RERUN = "rerun"  # the case is run again, first in a fresh guest
+    RERUN = "rerun"  # the case is run again in a fresh guest (alone, if its guest may have hidden its result)
     GIVE_UP = "give up"  # QEMU keeps being killed from outside: the cases get an error
 
 
@@ -74,9 +90,12 @@ def decide(stop: Stop, earlier: Sequence[Stop]) -> Decision:
     if stop.earlier_crash and not any(before.earlier_crash for before in earlier):
         # A tainted kernel may hang or die because of the earlier crash: only a clean guest can blame this case.
         return Decision(Action.RERUN)
+    if stop.may_hide_a_result and not any(before.may_hide_a_result for before in earlier):
+        return Decision(Action.RERUN)
     # Killed by the watchdog with no crash report: a hang. Anything else that ended inside the case crashed.
-    status = Status.TIMED_OUT if stop.cause is Cause.SILENT and not stop.evidence else Status.CRASHED
-    return Decision(Action.VERDICT, status)
+    return Decision(
+        Action.VERDICT, Status.TIMED_OUT if stop.cause is Cause.SILENT and not stop.evidence else Status.CRASHED
+    )
 
 
 def earlier_crash(results: Iterable[CaseResult], before: Sequence[str]) -> str:

@@ -103,9 +103,8 @@ def earlier_text(outcome: Outcome) -> str:
     """How the guests before the one that gave this outcome stopped while the case ran."""
     lines = [f"guest {number}: {stop}" for number, stop in enumerate(outcome.earlier, 1)]
     lines.append(f"guest {len(outcome.earlier) + 1}, fresh: the result above")
-    return "run again in a fresh guest, since an earlier one stopped for a reason that was not this case's:\n" + (
-        "\n".join(lines)
-    )
+    why = "run again in a fresh guest, since an earlier one stopped for a reason that may not have been this case's:"
+    return why + "\n" + "\n".join(lines)
 
 
 def boot_failure(record: BootRecord) -> BootError:

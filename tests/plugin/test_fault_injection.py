@@ -306,14 +306,14 @@ def test_stopped_build_leaves_no_make_job_behind(
 
 
 def test_killed_guest_takes_what_its_wrapper_started_with_it(
-    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path
 ) -> None:
-    # A wrapper that shrugs off SIGHUP and SIGINT, and a guest behind it that goes silent in the first case.
+    # A wrapper that shrugs off SIGHUP and SIGINT, and a guest behind it that goes silent in the last case.
     qemu = qemu_script(tmp_path, f"trap '' HUP INT\n{FAKE / 'qemu'} \"$@\"")
-    monkeypatch.setenv("FAKE_QEMU_FAULT", '{"do": "hang", "after": 6, "boots": "tests", "times": 1}')
+    fake_kernel.set_case("other", "second", outcome="hang")
     result = project.runpytest(*fake_kernel.options(f"--kunit-qemu={qemu}", "--kunit-timeout=1", "-k", "other"))
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*other.first TIMED OUT*"])
+    result.stdout.fnmatch_lines(["*other.second TIMED OUT*"])
     assert wait_for(lambda: not processes_with("fake/qemu", str(fake_kernel.cache)), 5), "the guest outlived its kill"
 
 

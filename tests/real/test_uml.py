@@ -27,10 +27,8 @@ def test_framework_suites_pass_on_uml(tmp_path: Path) -> None:
 
 
 def test_fault_suite_gives_the_verdicts_it_gives_under_qemu(tmp_path: Path) -> None:
-    # All but the endless hang: see the next test.
-    process, outcomes = run(tmp_path, UML, FAULTS, "--kunit-timeout=10", "-k", "not hang_forever", "-rA")
-    expected = {name: outcome for name, outcome in FAULT_OUTCOMES.items() if name != "faults.faults_hang_forever"}
-    assert outcomes == expected, report(process)
+    process, outcomes = run(tmp_path, UML, FAULTS, "--kunit-timeout=10", "-rA")
+    assert outcomes == FAULT_OUTCOMES, report(process)
     text = process.stdout
     for said in (
         "faults.faults_fail FAILED at pytest-kunit/faults/faults-test.c:",
@@ -40,24 +38,14 @@ def test_fault_suite_gives_the_verdicts_it_gives_under_qemu(tmp_path: Path) -> N
         "Kernel panic - not syncing: Segfault with no mm",
         "faults.faults_bug CRASHED",
         "BUG: failure at pytest-kunit/faults/faults-test.c:",
+        # The hang leaves the case before it looking in flight (printk holds its result line back until a next line
+        # that never comes): that case runs again alone and passes; only the hang times out.
+        "faults.faults_hang_forever TIMED OUT",
         "faults.faults_panic CRASHED",
         "Kernel panic - not syncing: pytest-kunit fault suite: deliberate panic",
     ):
         assert said in text, report(process)
     # A panicking UML aborts itself (SIGABRT): the kernel's own death, never taken for a signal from outside.
-    assert "from outside" not in text, report(process)
+    assert "from outside (pytest-kunit did not send it)" not in text, report(process)
     # The crash reports' frames are decoded to file:line against the UML build's vmlinux.
     assert re.search(r"kunit_try_run_case \(lib/kunit/test\.c:\d+\)", text), report(process)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="on UML (6.1 with the series) a case that sleeps forever stalls the whole kernel: not even the result "
-    "line of the case before it reaches the console, so that case is killed by the watchdog as TIMED OUT; under "
-    "QEMU it passes and only the hang times out",
-)
-def test_an_endless_hang_times_out_only_itself(tmp_path: Path) -> None:
-    process, outcomes = run(tmp_path, UML, FAULTS, "--kunit-timeout=5", "-k", "pass_after_bug or hang_forever")
-    assert outcomes == {"faults.faults_pass_after_bug": "passed", "faults.faults_hang_forever": "failure"}, report(
-        process
-    )

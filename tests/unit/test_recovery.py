@@ -26,6 +26,7 @@ CLEAN_DIED = Stop(Cause.DIED, "c1", evidence=("Kernel panic - not syncing: boom"
 TAINTED_SILENT = Stop(Cause.SILENT, "c1", earlier_crash="s.a had crashed")
 TAINTED_DIED = Stop(Cause.DIED, "c1", evidence=OOPS, earlier_crash="s.a had crashed")
 KILLED = Stop(Cause.KILLED, "c1", signal=9)
+SILENT_WITH_CASES_LEFT = Stop(Cause.SILENT, "c1", silent_with_cases_left=True)
 
 
 @pytest.mark.parametrize(
@@ -51,6 +52,16 @@ KILLED = Stop(Cause.KILLED, "c1", signal=9)
         (KILLED, [TAINTED_SILENT, KILLED], Decision(Action.GIVE_UP)),
         # A kill from outside in the first guest does not spend the rerun a tainted second guest is owed.
         (TAINTED_SILENT, [KILLED], Decision(Action.RERUN)),
+        # Silent with later cases to run: the hang may be a later case's (this one's result line held back), so the
+        # case runs again alone; a second such silence is a verdict, and a crash report is evidence enough.
+        (SILENT_WITH_CASES_LEFT, [], Decision(Action.RERUN)),
+        (SILENT_WITH_CASES_LEFT, [SILENT_WITH_CASES_LEFT], Decision(Action.VERDICT, Status.TIMED_OUT)),
+        (CLEAN_SILENT, [SILENT_WITH_CASES_LEFT], Decision(Action.VERDICT, Status.TIMED_OUT)),
+        (
+            Stop(Cause.SILENT, "c1", evidence=OOPS, silent_with_cases_left=True),
+            [],
+            Decision(Action.VERDICT, Status.CRASHED),
+        ),
     ],
 )
 def test_decide(stop: Stop, earlier: list[Stop], decision: Decision) -> None:
