@@ -2,7 +2,8 @@
 """Time pytest-kunit against upstream kunit.py on the same packaged tree and kunitconfig, in one run.
 
 Scenarios (each repeated; medians printed with the ratio pytest-kunit / kunit.py):
-  cold      empty build directory (pytest-kunit: empty cache; kunit.py: new --build_dir)
+  cold      empty build directory (pytest-kunit: empty cache; kunit.py: new --build_dir); with --paired, both at
+            once on the same extracted tree
   cold-all  the same with the all-tests fragment (only with --cold-all-tests-runs N)
   warm      the same command again with nothing changed (pytest with only pytest-kunit and pytest-xdist loaded)
   warm-readme  the same, run as the README's command one installs pytest-kunit (`pip install -e .` in a venv of its
@@ -57,6 +58,30 @@ def timed(command: list[str], cwd: Path, env: dict[str, str] = ONLY_OURS) -> flo
         sys.stderr.write(f"command failed ({result.returncode}): {' '.join(command)}\n{result.stdout[-3000:]}\n")
         raise SystemExit(1)
     return elapsed
+
+
+def timed_together(runs: list[tuple[list[str], Path, dict[str, str]]]) -> list[float]:
+    """Start every command at the same moment and time each: on a loaded machine, both tools then build under the
+    same load, which running them one after the other cannot promise."""
+    started = time.monotonic()
+    processes = [
+        subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for command, cwd, env in runs
+    ]
+    elapsed: dict[int, float] = {}
+    outputs: dict[int, str] = {}
+    while len(elapsed) < len(processes):
+        for index, process in enumerate(processes):
+            if index not in elapsed and process.poll() is not None:
+                elapsed[index] = time.monotonic() - started
+                outputs[index] = process.stdout.read() if process.stdout else ""
+        time.sleep(0.2)
+    for index, process in enumerate(processes):
+        if process.returncode != 0:
+            command = " ".join(runs[index][0])
+            sys.stderr.write(f"command failed ({process.returncode}): {command}\n{outputs[index][-3000:]}\n")
+            raise SystemExit(1)
+    return [elapsed[index] for index in range(len(processes))]
 
 
 def pytest_command(
@@ -136,6 +161,12 @@ def main() -> int:
     parser.add_argument("--tree", type=Path, help="patched tree for kunit.py (default: a fresh extract)")
     parser.add_argument("--kunit-build", type=Path, help="kunit.py build directory for the warm scenarios")
     parser.add_argument("--arch", default="x86_64", choices=sorted(ARCHES), help="guest architecture of both tools")
+    parser.add_argument(
+        "--paired",
+        action="store_true",
+        help="cold: start both tools at once on the same extracted tree (pytest-kunit given it with "
+        "--kunit-kernel-src, and an empty ccache of its own), so both build under the same load",
+    )
     args = parser.parse_args()
     arch = args.arch
     only = set(args.only.split(",")) if args.only else None
@@ -161,6 +192,18 @@ def main() -> int:
             # also extracts the tarball, writes the most.
             cache, build = work / f"cache-cold-{run}", work / f"kunit-build-cold-{run}"
             os.sync()  # what the previous run wrote is on disk before the next one starts
+            if args.paired:
+                same_tree = (f"--kunit-kernel-src={tree}", "--kunit-patches=none")
+                fresh_ccache = dict(ONLY_OURS, CCACHE_DIR=str(work / f"ccache-cold-{run}"))
+                ours, theirs = timed_together(
+                    [
+                        (pytest_kunit(cache, FRAMEWORK, *same_tree, arch=arch), ROOT, fresh_ccache),
+                        (kunit_py(tree, build, FRAMEWORK, arch=arch), tree, ONLY_OURS),
+                    ]
+                )
+                record("cold", "pytest-kunit", ours)
+                record("cold", "kunit.py", theirs)
+                continue
             # Interleaved, so drift in the machine's load hits both tools alike.
             record("cold", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK, arch=arch), ROOT))
             os.sync()
