@@ -1,4 +1,5 @@
-"""Booting a KUnit kernel (under QEMU, or a UML kernel as a host program) and streaming its console line by line."""
+"""Booting a KUnit kernel (under QEMU, or a UML kernel as a host program) and streaming its console line by line
+through the KTAP parser."""
 
 from __future__ import annotations
 
