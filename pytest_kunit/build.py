@@ -1,4 +1,5 @@
-"""Configure and build the kernel: a kunitconfig + the guest's needs, completed as kunit.py does, validated, `make`."""
+"""Kernel builds: a kunitconfig + the guest's needs, completed as kunit.py does, validated, `make`; skipped when
+nothing the build reads (the tree's files, the fragment) changed since."""
 
 from __future__ import annotations
 
