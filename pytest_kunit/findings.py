@@ -9,6 +9,10 @@ Pure. The shapes are those the 6.1 tree prints (and its documentation shows):
 * a WARN() from `cut here` to `---[ end trace`: debug objects' `ODEBUG: ...` (lib/debugobjects.c);
 * a headline and its indented lines: kmemleak's `unreferenced object 0x...` (mm/kmemleak.c; `kmemleak: ` before each
   line when printed by a scan with kmemleak.verbose, none when read from debugfs).
+
+A KASAN `null-ptr-deref` report followed by the kernel's own NULL pointer oops is not a finding: it is the first half
+of that crash (KASAN checks the access, then the access faults), which the case's own result line judges as it would
+without KASAN (KUnit's try-catch tests crash on purpose and pass).
 """
 
 from __future__ import annotations
@@ -68,6 +72,10 @@ _CUT_HERE = re.compile(r"^-+\[ cut here \]-+\s*$")
 _END_TRACE = re.compile(r"^---\[ end trace")
 _CALL_TRACE = re.compile(r"^Call [Tt]race:")
 _KMEMLEAK_MORE = re.compile(r"^(?:kmemleak: )?  ")
+_NULL_DEREF = re.compile(r"^BUG: KASAN: null-ptr-deref ")
+# The oops a NULL dereference ends in (x86's page fault handler, arm64's), a few lines after KASAN's report.
+_NULL_OOPS = re.compile(r"^(?:BUG: kernel NULL pointer dereference|Unable to handle kernel NULL pointer dereference)")
+_OOPS_WITHIN = 5
 
 
 @dataclass(frozen=True)
@@ -126,6 +134,10 @@ def _start(lines: Sequence[str], headline: int, shape: Shape) -> int:
     return headline
 
 
+def _oops_follows(lines: Sequence[str], end: int) -> bool:
+    return any(_NULL_OOPS.match(_content(line)) for line in lines[end + 1 : end + 1 + _OOPS_WITHIN])
+
+
 def find_reports(lines: Sequence[str]) -> list[Finding]:
     """Every sanitizer report in `lines` (console lines, printk prefixes and all), in order."""
     found: list[Finding] = []
@@ -137,6 +149,9 @@ def find_reports(lines: Sequence[str]) -> list[Finding]:
             index += 1
             continue
         start, end = _start(lines, index, pattern.shape), _end(lines, index, pattern.shape)
+        if _NULL_DEREF.match(content) and _oops_follows(lines, end):
+            index = end + 1
+            continue
         if found and start <= found[-1].end:
             start = index  # a rule shared with the report before
         headline = content.removeprefix("kmemleak: ")

@@ -182,3 +182,32 @@ def test_the_option_names_every_sanitizer_in_the_table() -> None:
     assert parse_names(" UBSAN, kasan,kasan ") == ("kasan", "ubsan")
     with pytest.raises(ValueError, match="asan"):
         parse_names("kasan,asan")
+
+
+# A real 6.1 KASAN+UBSAN guest: the sanitize suite and the framework fragment.
+RECORDED = DATA / "kasan-ubsan-sanitize-6.1.192.log"
+
+
+def test_a_recorded_kasan_ubsan_console_fails_exactly_the_cases_that_broke_the_rules() -> None:
+    lines, layout, results = parsed(RECORDED)
+    placement = place(find_reports(lines), layout)
+    assert not placement.outside and not placement.in_flight
+    judged = {case: blame(results[case], reports) for case, reports in placement.by_case.items()}
+    # 6.1's KASAN fails no case itself (its KUnit hook needs CONFIG_KASAN_KUNIT_TEST): the report alone does.
+    assert {case: (result.status, said) for case, (result, said) in judged.items()} == {
+        ("sanitize", "sanitize_kmalloc_overflow"): (Status.FAILED, Status.PASSED),
+        ("sanitize", "sanitize_overflow_in_work"): (Status.FAILED, Status.PASSED),
+        ("sanitize", "sanitize_shift_overflow"): (Status.FAILED, None),  # UBSAN's KUnit hook failed it: once
+    }
+    headlines = {case: [report.headline for report in reports] for case, reports in placement.by_case.items()}
+    assert headlines[("sanitize", "sanitize_kmalloc_overflow")] == [
+        "BUG: KASAN: slab-out-of-bounds in sanitize_kmalloc_overflow+0x9c/0x110"
+    ]
+    assert headlines[("sanitize", "sanitize_overflow_in_work")] == [
+        "BUG: KASAN: slab-out-of-bounds in overflow_work_fn+0x22/0x30"
+    ]
+    # The try-catch case that dereferences NULL on purpose: KASAN's report is the first half of its oops, which the
+    # case catches; it passes as it does without KASAN.
+    crashing = ("kunit-try-catch-test", "kunit_test_try_catch_crashing_try_does_catch")
+    assert results[crashing].status is Status.PASSED and crashing not in placement.by_case
+    assert sum(1 for result in results.values() if result.status is Status.PASSED) >= 90
