@@ -62,10 +62,11 @@ def run(tmp_path: Path, name: str, *args: str, env: dict[str, str] | None = None
         for case in ET.parse(junit).getroot().iter("testcase"):
             outcome = next((tag for tag in ("failure", "error", "skipped") if case.find(tag) is not None), "passed")
             outcomes[f"{case.get('classname')}::{case.get('name')}"] = outcome
-    # What each build cost, for docs/performance.md (seen with -s; never asserted: timings are not verdicts).
-    print(f"{name}: {time.monotonic() - started:.1f} s; load {os.getloadavg()[0]:.1f}")
-    for match in _BUILT.finditer(process.stdout):
-        print(f"    {match[0]}")
+    # What each build cost, for docs/performance.md (seen with -s, and kept in NAME.out beside the caches; never
+    # asserted: timings are not verdicts).
+    cost = f"{name}: {time.monotonic() - started:.1f} s; load {os.getloadavg()[0]:.1f}"
+    print("\n    ".join([cost, *(match[0] for match in _BUILT.finditer(process.stdout))]))
+    (tmp_path / f"{name}.out").write_text(f"{cost}\n{process.stdout}{process.stderr}")
     return Run(process, outcomes, {match[1]: Path(match[2]) for match in _BUILT.finditer(process.stdout)})
 
 
@@ -129,8 +130,9 @@ def test_a_cold_cache_with_a_warm_ccache_hits(warm: Warm) -> None:
     after = ccache_counts(ccache_dir)
     hits, misses = after[0] - before[0], after[1] - before[1]
     (log,) = again.logs.values()
-    # Every object of the kernel and its host tools compiled again (hundreds) and hardly any missed.
-    assert hits > 500 and misses <= 0.02 * hits, (hits, misses, log)
+    # Every object of the kernel and its host tools compiled again (hundreds) and hardly any missed (were base_dir
+    # not making the two caches' paths alike, nearly all would).
+    assert hits > 500 and misses <= 0.05 * hits, (hits, misses, log)
     # What the "built" line says (make's compiles, not syncconfig's few host tools) agrees with ccache's own figures.
     (said,) = _BUILT.finditer(again.process.stdout)
     assert said[3] is not None, said[0]
