@@ -46,6 +46,7 @@ def start(config: pytest.Config, settings: Settings, arch: Arch) -> None:
     state.remote = worker_client(config, settings.cache_dir, state.stats)
     if state.remote is not None:
         state.runner.decode = state.remote.decode
+        state.runner.obtain = state.remote.obtain
     if settings.kcidb is not None and not is_worker(config):
         config.pluginmanager.register(KcidbWriter(config), "kunit-kcidb")
     # xdist registers under its entry point's name when autoloaded, under its module's with `-p xdist.plugin`.

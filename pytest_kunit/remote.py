@@ -159,13 +159,15 @@ class ImageService:
 
 
 class ImageClient:
-    """A worker's side: asks the controller for each fragment's kernel, keeps its image in this host's cache (one
-    fetch per host: the cache lock makes the other workers wait and reuse it)."""
+    """A worker's side: asks the controller for each fragment's kernel, and keeps its image in this host's cache when
+    a guest first boots it (one fetch per host: the cache lock makes the other workers wait and reuse it); a kernel
+    none of whose cases is selected never travels."""
 
     def __init__(self, channel: Any, cache_dir: Path, stats: Stats) -> None:
         self.channel = channel
         self.cache_dir = cache_dir
         self.stats = stats
+        self.unfetched: dict[str, Offer] = {}  # by image digest: offered, not yet in place here
 
     def _receive(self) -> Any:
         reply = self.channel.receive()
@@ -176,15 +178,16 @@ class ImageClient:
     def kernel(
         self, path: Path, key: str, rootpath: Path, arch: Arch
     ) -> tuple[Kernel, CaseList | None, dict[str, tuple[str, int]]]:
-        """The fragment's kernel with its image in this host's cache, the controller's case list if it had one, and
-        its cases' C locations."""
+        """The fragment's kernel (its image where this host's cache keeps it, fetched before its first boot), the
+        controller's case list if it had one, and its cases' C locations."""
         try:
             relative: str | None = path.resolve().relative_to(rootpath).as_posix()
         except ValueError:
             relative = None
         self.channel.send(("kernel", relative, str(path.resolve()), key))
         offer = Offer(**self._receive())
-        image = self._image(offer, arch)
+        image = self.cache_dir / "images" / offer.image_digest / offer.image_name
+        self.unfetched[offer.image_digest] = offer
         build = BuildResult(image, offer.image_digest, image.parent, False, 0.0, image.parent / "build.log")
         features = TreeFeatures(**offer.features)
         initrd = initramfs(self.cache_dir, "the kernel's /init after KUnit") if offer.initramfs else None
@@ -193,13 +196,20 @@ class ImageClient:
         locations = {name: (str(where[0]), int(where[1])) for name, where in offer.locations.items()}
         return kernel, case_list_from(offer.listing), locations
 
-    def _image(self, offer: Offer, arch: Arch) -> Path:
+    def obtain(self, kernel: Kernel) -> None:
+        """The kernel's image in this host's cache, fetched unless a worker here has it already."""
+        offer = self.unfetched.get(kernel.build.image_digest)
+        if offer is not None:
+            self._fetch(offer, kernel.arch)
+            del self.unfetched[offer.image_digest]
+
+    def _fetch(self, offer: Offer, arch: Arch) -> None:
         directory = self.cache_dir / "images" / offer.image_digest
         image = directory / offer.image_name
         record = ImageRecord(offer.image_digest, offer.size)
         with cache_lock(self.cache_dir, f"image-{offer.image_digest}", "fetching a kernel image from the controller"):
             if image.exists() and not check_image(image, arch.make.elf, record).problem:
-                return image
+                return
             directory.mkdir(parents=True, exist_ok=True)
             partial = directory / f".{offer.image_name}.partial"
             self.channel.send(("image", offer.image_digest))
@@ -218,7 +228,6 @@ class ImageClient:
             os.replace(partial, image)
             self.stats.fetches += 1
             self.stats.fetched_bytes += offer.size
-            return image
 
     def decode(self, kernel: Kernel, lines: tuple[str, ...]) -> tuple[str, ...]:
         self.channel.send(("decode", kernel.build.image_digest, list(lines)))

@@ -116,6 +116,9 @@ class Runner:
         self.outside = OutsideReports()  # sanitizer reports printed while no case ran
         # Where crash reports are decoded: here, or (remote.py) on the host that built the kernel and has its tree.
         self.decode: Callable[[Kernel, tuple[str, ...]], tuple[str, ...]] = decode_locally
+        # What puts a kernel's image in place before it boots: it is there already, or (remote.py) it is fetched from
+        # the xdist controller, so that an image travels only to a host that boots it.
+        self.obtain: Callable[[Kernel], None] = lambda kernel: None
         self.coverage_runs: Path | None = None  # where each boot's GCOV counters go, with --kunit-coverage
         self.coverage_boots: list[str] = []  # the boots whose counters were kept (this process's; a controller's too)
         self._boot_number = 0
@@ -213,6 +216,7 @@ class Runner:
                 f"{BOOT_ALLOWANCE:g} s and {self.settings.timeout} s for each of its {cases} cases; "
                 "--kunit-boot-timeout sets it"
             )
+        self.obtain(kernel)
         args = kernel_command_line(kernel.arch, (*kernel.boot_args, *kernel_args))
         self.edits.kernel_args(kernel, args)
         while True:

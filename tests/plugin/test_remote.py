@@ -13,7 +13,7 @@ import pytest
 from pytest_kunit.image import file_digest
 from pytest_kunit.remote import cache_id
 
-from .conftest import FakeKernel
+from .conftest import KUNITCONFIG, FakeKernel
 
 
 def remote_options(fake_kernel: FakeKernel, workers: Path, *extra: str) -> list[str]:
@@ -58,6 +58,28 @@ def test_the_controller_builds_once_and_workers_boot_its_image(
     project.runpytest_subprocess(*remote_options(fake_kernel, elsewhere)).assert_outcomes(passed=3, failed=2, skipped=1)
     (copy,) = (elsewhere / "pytest-kunit" / "images").glob("*/vmlinux")
     assert copy.stat().st_mode & stat.S_IXUSR
+
+
+def test_a_host_fetches_only_the_images_it_boots(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A selection that leaves a fragment no case (-k): its kernel's image does not travel, as the controller already
+    has its case list (a run before this one listed it)."""
+    project.makefile(".kunitconfig", leaky=KUNITCONFIG + "CONFIG_DEBUG_KERNEL=y\nCONFIG_DEBUG_KMEMLEAK=y\n")
+    controller, workers = tmp_path / "controller", tmp_path / "workers"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(controller))
+    listed = [option for option in fake_kernel.options("--collect-only") if not option.startswith("--kunit-cache-dir")]
+    project.runpytest_subprocess(*listed).assert_outcomes()
+    result = project.runpytest_subprocess(*remote_options(fake_kernel, workers, "-k", "not leaky"))
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    result.stdout.fnmatch_lines(["kernel images fetched from the controller by hosts * no cache with it: 1 (*"])
+    builds = {
+        "leaky" if "KMEMLEAK=y" in (build / ".config").read_text() else "kunit": file_digest(build / "vmlinux")
+        for build in (controller / "pytest-kunit" / "build").iterdir()
+    }
+    assert len(set(builds.values())) == 2  # two images: had they been one, one fetch would prove nothing
+    (image,) = (workers / "pytest-kunit" / "images").glob("*/vmlinux")
+    assert image.parent.name == builds["kunit"]
 
 
 def test_with_plugin_autoloading_off(
