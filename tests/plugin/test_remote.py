@@ -1,11 +1,18 @@
 """Guests on hosts that share no cache with the controller (`-d --tx popen//env:XDG_CACHE_HOME=...` here, as an ssh
-host would be): the controller builds each kernel once, the image travels over xdist's execnet gateway by its hash
-into the workers' own cache (once for the workers that share it), they boot it, and crash reports are decoded where
-the kernel was built; workers that share the controller's cache (`-n 2`) build for themselves and fetch nothing."""
+host would be, and one `--tx socket=` worker): the controller builds each kernel once, the image travels over xdist's
+execnet gateway by its hash into the workers' own cache (once for the workers that share it), they boot it, and crash
+reports are decoded where the kernel was built; workers that share the controller's cache (`-n 2`) build for
+themselves and fetch nothing."""
 
 from __future__ import annotations
 
+import os
+import socket
 import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -123,6 +130,50 @@ def test_a_build_failure_on_the_controller_reaches_every_worker_as_its_paragraph
     text = result.stdout.str()
     assert "CONFIG_NO_SUCH_OPTION" in text and "What to do:" in text
     assert "Traceback" not in text
+
+
+@pytest.fixture
+def socket_host(tmp_path: Path, fake_kernel: FakeKernel) -> Iterator[tuple[str, Path]]:
+    """execnet's socket server on 127.0.0.1, as the README starts one on a host, with a cache of its own (and the
+    fake QEMU's log, set by fake_kernel); yields its address and that cache's XDG_CACHE_HOME."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"
+    cache, log = tmp_path / "socket-host", tmp_path / "socket-server.log"
+    command = [sys.executable, "-m", "execnet.script.socketserver", address]
+    with log.open("w") as stream:
+        server = subprocess.Popen(
+            command, stdout=stream, stderr=subprocess.STDOUT, env=os.environ | {"XDG_CACHE_HOME": str(cache)}
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while "Entering Accept loop" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        yield address, cache
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+
+
+def test_a_socket_worker_boots_the_controllers_image(
+    project: pytest.Pytester,
+    fake_kernel: FakeKernel,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    socket_host: tuple[str, Path],
+) -> None:
+    """`--tx socket=HOST:PORT//chdir=DIR` (README, *Guests on other hosts*): a worker that is not a popen child, to
+    which xdist copies pytest's own package and nothing else, gets the image over the socket."""
+    address, host_cache = socket_host
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "controller"))
+    options = [option for option in fake_kernel.options() if not option.startswith("--kunit-cache-dir")]
+    result = project.runpytest_subprocess(*options, "-d", "--tx", f"socket={address}//chdir={project.path}")
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    result.stdout.fnmatch_lines(["kernel builds: 1 (*", "kernel images fetched from the controller by hosts * 1 (*"])
+    (image,) = (host_cache / "pytest-kunit" / "images").glob("*/vmlinux")
+    assert not (host_cache / "pytest-kunit" / "build").exists()
+    assert {boot["argv"][boot["argv"].index("-kernel") + 1] for boot in fake_kernel.test_boots()} == {str(image)}
+    assert (project.path / "_pytest").is_dir()  # what xdist copied: the controller's pytest
 
 
 def test_workers_sharing_the_controllers_cache_fetch_nothing(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
