@@ -67,8 +67,9 @@ def case_outcomes(
         case = (event.suite, event.case)
         if case not in wanted:
             continue
-        reports = tuple(_decoded(found, decode) for found in placement.by_case.get(case, ()))
-        result, said = blame(event, reports)
+        found = placement.by_case.get(case, ())
+        result, said = blame(event, found)  # the raw lines leave the diagnostics: the report is shown once, decoded
+        reports = tuple(_decoded(report, decode) for report in found)
         # Only a case that crashed or timed out needs its crash report decoded (some passing cases oops on purpose;
         # a failed one shows its own diagnostics).
         failed = result.status in (ktap.Status.CRASHED, ktap.Status.TIMED_OUT)

@@ -11,6 +11,8 @@ from pytest_kunit.blame import blame, without_reports
 from pytest_kunit.console import ConsoleMap
 from pytest_kunit.findings import Finding, find_reports, place
 from pytest_kunit.ktap import Status
+from pytest_kunit.outcomes import case_outcomes
+from pytest_kunit.qemu import BootRecord
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SYNTHETIC = DATA / "synthetic-sanitizer-reports-6.1.log"
@@ -211,3 +213,21 @@ def test_a_recorded_kasan_ubsan_console_fails_exactly_the_cases_that_broke_the_r
     crashing = ("kunit-try-catch-test", "kunit_test_try_catch_crashing_try_does_catch")
     assert results[crashing].status is Status.PASSED and crashing not in placement.by_case
     assert sum(1 for result in results.values() if result.status is Status.PASSED) >= 90
+
+
+def test_a_decoded_report_is_shown_once() -> None:
+    """The raw report leaves the case's diagnostics even though its evidence is the decoded report."""
+    lines, layout, results = parsed(RECORDED)
+    record = BootRecord([], lines, console_map=layout)
+
+    def decode(report: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(line.replace("+0x9c/0x110", " (pytest-kunit/sanitize/sanitize-test.c:19)") for line in report)
+
+    reported = case_outcomes("k", record, results.values(), Path("console"), set(results), decode, {})
+    outcome = reported.outcomes[("sanitize", "sanitize_kmalloc_overflow")]
+    assert not any("BUG: KASAN" in line for line in outcome.result.diagnostics)
+    (report,) = outcome.reports
+    assert (
+        report.lines[1]
+        == "BUG: KASAN: slab-out-of-bounds in sanitize_kmalloc_overflow (pytest-kunit/sanitize/sanitize-test.c:19)"
+    )
