@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from .pending import never_run_yet
 from .test_real_kernel import FRAMEWORK_CASES, FRAMEWORK_SKIPS, report, run
 
-pytestmark = [pytest.mark.real, never_run_yet]
+pytestmark = pytest.mark.real
 
 SANITIZE = "testsuites/sanitize/sanitize.kunitconfig"
 # 6.1's PVH entry code is KASAN-instrumented and faults before the shadow is mapped: the series plus its fix.
