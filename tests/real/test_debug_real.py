@@ -1,0 +1,42 @@
+"""The real tier for testsuites/kunit-debug.kunitconfig: KUnit's suites and the kernel series' on a debug kernel
+(KASAN, UBSAN, lockdep, DEBUG_ATOMIC_SLEEP, debug objects, kmemleak). One more cold build in CI, the slowest of the
+tier: the debug options make the kernel several times slower to build and to run under TCG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .test_real_kernel import FRAMEWORK_CASES, report, run
+
+pytestmark = pytest.mark.real
+
+DEBUG = "testsuites/kunit-debug.kunitconfig"
+# The cases that check the series' fixes for what these debug options catch: each fails on a report printed while it
+# runs (a use after free, a stack overrun, a sleep in atomic context), as well as on its own expectations.
+DEBUG_CHECKS = {
+    "kunit_mock.mock_test_odd_sized_returns",
+    "kunit_mock.mock_test_streq_on_integer_fails",
+    "kunit_mock.mock_test_owner_gone_before_cleanup",
+    "kunit_mock.mock_test_sequence_outlives_stack",
+    "kunit_mock.mock_test_atomic_context",
+    "eeprom_buffer_mock.eeprom_buffer_mock_retries_after_short_write_error",
+    "string-stream-test.string_stream_test_append_percent",
+}
+
+
+def test_series_suites_are_clean_on_the_debug_kernel(tmp_path: Path) -> None:
+    # 6.1's PVH entry, through which QEMU boots the vmlinux, must not be KASAN-instrumented (see the README).
+    process, outcomes = run(
+        tmp_path, DEBUG, "--kunit-patches=kernel-patches", "--kunit-patches=tests/data/patches/pvh-kasan"
+    )
+    # A sanitizer, lockdep, debug-objects or kmemleak report fails the case it was printed in, or the run.
+    assert process.returncode == 0, report(process)
+    assert "outside any case" not in process.stdout, report(process)
+    assert set(outcomes.values()) <= {"passed", "skipped"}, report(process)
+    assert set(outcomes) >= FRAMEWORK_CASES | DEBUG_CHECKS, report(process)
+    suites = {name.split(".")[0] for name in outcomes}
+    assert {"kunit-seed-resource", "kunit_mock", "eeprom_buffer_mock", "of_base", "of_overlay"} <= suites, report(
+        process
+    )
