@@ -13,8 +13,6 @@ from .test_real_kernel import FRAMEWORK_CASES, FRAMEWORK_SKIPS, report, run
 pytestmark = pytest.mark.real
 
 SANITIZE = "testsuites/sanitize/sanitize.kunitconfig"
-# 6.1's PVH entry code is KASAN-instrumented and faults before the shadow is mapped: the series plus its fix.
-PVH_KASAN = ("--kunit-patches=kernel-patches", "--kunit-patches=tests/data/patches/pvh-kasan")
 SANITIZE_OUTCOMES = {
     "sanitize.sanitize_pass_first": "passed",
     "sanitize.sanitize_leak": "passed",  # a leak fails the run (kmemleak's scan), never a case
@@ -27,7 +25,7 @@ SANITIZE_OUTCOMES = {
 
 
 def test_each_report_fails_its_own_case_and_the_framework_stays_green(tmp_path: Path) -> None:
-    process, outcomes = run(tmp_path, SANITIZE, "--kunit-sanitize", "kasan,ubsan", *PVH_KASAN)
+    process, outcomes = run(tmp_path, SANITIZE, "--kunit-sanitize", "kasan,ubsan")
     assert {name: outcome for name, outcome in outcomes.items() if name.startswith("sanitize.")} == (
         SANITIZE_OUTCOMES
     ), report(process)
