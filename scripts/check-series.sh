@@ -30,6 +30,8 @@ fragment="$work/fragment.config"
 cat "$repo"/testsuites/kunit.kunitconfig "$repo"/testsuites/of.kunitconfig > "$fragment"
 printf 'CONFIG_PRINTK=y\nCONFIG_TTY=y\nCONFIG_SERIAL_8250=y\nCONFIG_SERIAL_8250_CONSOLE=y\nCONFIG_KERNEL_GZIP=y\n' >> "$fragment"
 printf 'CONFIG_KUNIT_ALL_TESTS=y\nCONFIG_EXPERT=y\nCONFIG_BUG=y\n' >> "$fragment"
+# The PVH entry (how the runner boots a vmlinux) is compiled too, though the bzImage boots below do not use it.
+printf 'CONFIG_HYPERVISOR_GUEST=y\nCONFIG_PVH=y\n' >> "$fragment"
 build="$work/build"
 status=0
 # Boot a prefix's bzImage (no init: the kernel runs the built-in suites, then panics for want of a root, and
