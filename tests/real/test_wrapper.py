@@ -2,13 +2,9 @@
 cache directory, as a second checkout), the build key ignores the wrapper, and distcc compiles on a distccd of its
 own on localhost.
 
-ccache is the user's own (CCACHE_DIR as set, else ~/.cache/ccache), as pytest-kunit's default wrapper uses it: the
-first cache's build warms it, so this module costs one cold build of the framework fragment only where ccache never
-compiled that fragment's tree before (the first run on a machine whose default cache was built without ccache); then
-it adds a build that hits ccache and an incremental build (one edited file) through distcc. ccache's hits are counted
-from its own statistics, so no other build may use that ccache meanwhile (the build lock sees to it here). Both
-caches start from the default cache's extracted tree (hard links: builds never write into a tree), so nothing is
-extracted again.
+Builds this module adds to CI: one cold build of the framework fragment through an empty ccache (it warms ccache),
+one build that hits ccache, and one incremental build (one edited file) through distcc. Both caches start from the
+default cache's extracted tree (hard links: builds never write into a tree), so nothing is extracted again.
 """
 
 from __future__ import annotations
@@ -74,9 +70,11 @@ def run(tmp_path: Path, name: str, *args: str, env: dict[str, str] | None = None
     return Run(process, outcomes, {match[1]: Path(match[2]) for match in _BUILT.finditer(process.stdout)})
 
 
-def ccache_counts() -> tuple[int, int]:
+def ccache_counts(ccache_dir: Path) -> tuple[int, int]:
     """(hits, misses) from ccache's own statistics, read here rather than from what pytest-kunit prints."""
-    stats = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True)
+    stats = subprocess.run(
+        ["ccache", "--print-stats"], env=os.environ | {"CCACHE_DIR": str(ccache_dir)}, capture_output=True, text=True
+    )
     counters = dict(line.split("\t", 1) for line in stats.stdout.splitlines() if "\t" in line)
     hits = int(counters["direct_cache_hit"]) + int(counters["preprocessed_cache_hit"])
     return hits, int(counters["cache_miss"])
@@ -94,8 +92,9 @@ def new_cache(cache: Path) -> Path:
 @dataclass
 class Warm:
     alone: Run  # the fragment in the default cache, whatever wrapper built it there
-    cold: Run  # the first build in cache-a, through ccache (which it leaves warm)
-    root: Path  # holds cache-a and cache-b
+    cold: Run  # the first build in cache-a, through an empty ccache
+    root: Path  # holds cache-a, cache-b and ccache
+    env: dict[str, str]
 
 
 @pytest.fixture(scope="module")
@@ -103,10 +102,11 @@ def warm(tmp_path_factory: pytest.TempPathFactory) -> Warm:
     root = tmp_path_factory.mktemp("wrapper")
     alone = run(root, "alone")  # built (or warm) in the default cache: the verdicts, and its tree to seed from
     assert alone.outcomes, alone.report()
+    env = {"CCACHE_DIR": str(root / "ccache")}
     cache = new_cache(root / "cache-a")
-    cold = run(root, "cold", f"--kunit-cache-dir={cache}", "--kunit-wrapper=ccache")
+    cold = run(root, "cold", f"--kunit-cache-dir={cache}", "--kunit-wrapper=ccache", env=env)
     assert cold.outcomes == alone.outcomes, cold.report()
-    return Warm(alone, cold, root)
+    return Warm(alone, cold, root, env)
 
 
 def assert_file_names_as_unwrapped(image: Path) -> None:
@@ -123,10 +123,11 @@ def test_a_cold_cache_with_a_warm_ccache_hits(warm: Warm) -> None:
     assert_file_names_as_unwrapped(log.parent / "vmlinux")
     # Another empty cache: other absolute paths, the same ones below it, which base_dir makes what ccache hashes.
     cache = new_cache(warm.root / "cache-b")
-    before = ccache_counts()
-    again = run(warm.root, "again", f"--kunit-cache-dir={cache}", "--kunit-wrapper=ccache")
+    ccache_dir = Path(warm.env["CCACHE_DIR"])
+    before = ccache_counts(ccache_dir)
+    again = run(warm.root, "again", f"--kunit-cache-dir={cache}", "--kunit-wrapper=ccache", env=warm.env)
     assert again.outcomes == warm.alone.outcomes, again.report()
-    after = ccache_counts()
+    after = ccache_counts(ccache_dir)
     hits, misses = after[0] - before[0], after[1] - before[1]
     (log,) = again.logs.values()
     # Every object of the kernel and its host tools compiled again (hundreds) and hardly any missed (were base_dir
