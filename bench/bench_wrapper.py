@@ -21,8 +21,9 @@ A scenario may name what it runs instead of testsuites/ (`plain=testsuites/kunit
 Every scenario's verdicts (case by case, from JUnit XML) must equal the first scenario's on the cases both ran: a
 wrapper changes how objects are made, never what a case does. Each run holds the machine's build lock (--lock) only
 while it runs. With --seed-src, each pytest-kunit cache and kunit.py's tree start from that extracted tree, hard-linked
-(no build writes into a tree), so no run extracts the tarball and the runs compare builds.
-Usage: bench/bench_wrapper.py [--workdir DIR] [--scenarios ccache-cold,ccache-warm,plain] [--seed-src DIR]
+(no build writes into a tree), so no run extracts the tarball and the runs compare builds; `--seed-src default` is
+the default cache's tree of the packaged tarball with kernel-patches/ (extracted first if it is not there).
+Usage: bench/bench_wrapper.py [--workdir DIR] [--scenarios ccache-cold,ccache-warm,plain] [--seed-src DIR|default]
                               [--lock /tmp/kbuild.lock] [--json OUT] [-- extra pytest arguments]
 """
 
@@ -42,6 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import kunit_py, patched_tree
+from pytest_kunit.options import DEFAULT_TARBALL, default_patch_dirs
+from pytest_kunit.tree import prepare
 
 ROOT = Path(__file__).resolve().parents[1]
 _BUILT = re.compile(r"built (\S+) in ([\d.]+) s \(log: [^;)]*(?:; ccache: (\d+) of (\d+) compiles hit)?\)")
@@ -70,6 +73,14 @@ def locked(command: list[str], cwd: Path, env: dict[str, str], lock: Path) -> di
         seconds = time.monotonic() - started
         load_after = os.getloadavg()[0]
     return {"seconds": seconds, "load": [load, load_after], "returncode": result.returncode, "result": result}
+
+
+def seed_tree(seed: str | None) -> Path | None:
+    """The tree --seed-src names; `default`: the default cache's packaged tree with pytest-kunit's own series."""
+    if seed != "default":
+        return Path(seed) if seed else None
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-kunit"
+    return prepare(DEFAULT_TARBALL, default_patch_dirs(), cache).path
 
 
 def upstream(target: str, workdir: Path, seed: Path | None, lock: Path) -> dict[str, Any]:
@@ -119,8 +130,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/bench-wrapper"))
     parser.add_argument("--scenarios", default="ccache-cold,ccache-warm,plain")
-    seed = "an extracted, patched tree in a pytest-kunit cache (src/KEY) to hard-link (skips extraction)"
-    parser.add_argument("--seed-src", type=Path, help=seed)
+    seed = "an extracted, patched tree in a pytest-kunit cache (src/KEY) to hard-link (skips extraction), or default"
+    parser.add_argument("--seed-src", help=seed)
     parser.add_argument("--ccache-dir", type=Path, help="default: WORKDIR/ccache (never your own ccache)")
     parser.add_argument("--lock", type=Path, default=Path("/tmp/kbuild.lock"))
     parser.add_argument("--json", type=Path)
@@ -131,7 +142,7 @@ def main() -> int:
     figures: dict[str, dict[str, Any]] = {}
     for spec in args.scenarios.split(","):
         scenario = spec.partition("=")[0]
-        figures[scenario] = run(spec, args.workdir, ccache_dir, args.seed_src, args.lock, args.extra)
+        figures[scenario] = run(spec, args.workdir, ccache_dir, seed_tree(args.seed_src), args.lock, args.extra)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=1))
         entry = figures[scenario]
