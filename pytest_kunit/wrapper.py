@@ -40,10 +40,19 @@ class WrapperTool:
     base_dir_env: str = ""
     hosts_env: str = ""  # where the wrapper reads the hosts it spreads compiles over
     hosts_files: tuple[str, ...] = ()  # ... or these files, when that variable is unset (~ expanded)
+    settings: tuple[tuple[str, str], ...] = ()  # environment the wrapper reads, unless the user exported it
 
 
 TOOLS = {
-    Wrapper.CCACHE: WrapperTool("ccache", "install it: apt-get install ccache.", base_dir_env="CCACHE_BASEDIR"),
+    Wrapper.CCACHE: WrapperTool(
+        "ccache",
+        "install it: apt-get install ccache.",
+        base_dir_env="CCACHE_BASEDIR",
+        # Depend mode: a miss costs the compile alone. ccache's default mode runs the preprocessor first, which made
+        # a cold kernel build 28% slower than one without ccache (measured on UML 6.1 objects); depend mode needs the
+        # -MD/-MMD that Kbuild passes to every compile (-Wp,-MMD) and hits on the same manifests.
+        settings=(("CCACHE_DEPEND", "1"),),
+    ),
     Wrapper.DISTCC: WrapperTool(
         "distcc",
         "install it: apt-get install distcc (and run distccd on the hosts that compile).",
@@ -144,7 +153,7 @@ def prepare(wrapper: Wrapper, make: MakeSettings, build_dir: Path, tree: Path) -
         script = scripts / compiler
         script.write_text(_script(program, compiler, path, flags))
         script.chmod(0o755)
-    env = {name: os.environ.get(name, value) for name, value in BUILD_IDENTITY.items()}
+    env = {name: os.environ.get(name, value) for name, value in (*BUILD_IDENTITY.items(), *tool.settings)}
     env["PATH"] = f"{scripts}{os.pathsep}{path}"
     notes = []
     if tool.base_dir_env:

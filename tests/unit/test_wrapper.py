@@ -4,6 +4,7 @@ sees when a wrapper is missing or has nowhere to compile."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -38,7 +39,7 @@ def only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
-    for name in ("CCACHE_BASEDIR", "DISTCC_HOSTS", "KBUILD_BUILD_TIMESTAMP"):
+    for name in ("CCACHE_BASEDIR", "CCACHE_DEPEND", "DISTCC_HOSTS", "KBUILD_BUILD_TIMESTAMP"):
         monkeypatch.delenv(name, raising=False)
     return bin_dir
 
@@ -67,6 +68,8 @@ def test_ccache_goes_in_front_of_the_compiler_with_what_it_needs_to_hit(only: Pa
     assert wrapping.env["CCACHE_BASEDIR"] == str(cache)
     assert wrapping.env["KBUILD_BUILD_TIMESTAMP"] == wrapper.BUILD_IDENTITY["KBUILD_BUILD_TIMESTAMP"]
     assert wrapping.env["KBUILD_BUILD_USER"] == wrapping.env["KBUILD_BUILD_HOST"] == "pytest-kunit"
+    # Depend mode: a miss is the compile alone, not a preprocessor run first.
+    assert wrapping.env["CCACHE_DEPEND"] == "1"
     scripts = build / wrapper.WRAPPER_DIR
     assert wrapping.env["PATH"].split(os.pathsep)[0] == str(scripts)
     assert sorted(path.name for path in scripts.iterdir()) == ["gcc"]
@@ -94,8 +97,30 @@ def test_what_the_user_exports_wins(only: Path, tmp_path: Path, monkeypatch: pyt
     fake_program(only, "ccache", tmp_path / "log")
     monkeypatch.setenv("CCACHE_BASEDIR", "/srv")
     monkeypatch.setenv("KBUILD_BUILD_TIMESTAMP", "2026-01-01")
+    monkeypatch.setenv("CCACHE_DEPEND", "0")
     wrapping = wrapper.prepare(Wrapper.CCACHE, X86, tmp_path / "build", tmp_path / "tree")
     assert (wrapping.env["CCACHE_BASEDIR"], wrapping.env["KBUILD_BUILD_TIMESTAMP"]) == ("/srv", "2026-01-01")
+    assert wrapping.env["CCACHE_DEPEND"] == "0"
+
+
+@pytest.mark.skipif(not shutil.which("ccache") or not shutil.which("gcc"), reason="needs ccache and gcc")
+def test_depend_mode_hits_a_compile_as_kbuild_writes_it(tmp_path: Path) -> None:
+    """Depend mode needs -MD or -MMD on the command line; Kbuild passes it as -Wp,-MMD,<file>, which ccache must
+    read as such, or every compile would miss."""
+    (tmp_path / "x.h").write_text("#define X 1\n")
+    (tmp_path / "x.c").write_text('#include "x.h"\nint x(void) { return X; }\n')
+    env = dict(os.environ, CCACHE_DIR=str(tmp_path / "ccache"), CCACHE_DEPEND="1")
+    compile_x = ["ccache", "gcc", "-Wp,-MMD,.x.o.d", "-c", "x.c", "-o", "x.o"]
+    for _ in range(2):
+        subprocess.run(compile_x, env=env, cwd=tmp_path, check=True)
+    stats = subprocess.run(["ccache", "--print-stats"], env=env, capture_output=True, text=True, check=True).stdout
+    counters = dict(line.split("\t") for line in stats.splitlines() if "\t" in line)
+    assert (counters["direct_cache_hit"], counters["cache_miss"]) == ("1", "1")
+    # A header edit is seen through the dependency file: a miss, not a stale hit.
+    (tmp_path / "x.h").write_text("#define X 2\n")
+    subprocess.run(compile_x, env=env, cwd=tmp_path, check=True)
+    stats = subprocess.run(["ccache", "--print-stats"], env=env, capture_output=True, text=True, check=True).stdout
+    assert dict(line.split("\t") for line in stats.splitlines() if "\t" in line)["cache_miss"] == "2"
 
 
 @pytest.mark.parametrize(
