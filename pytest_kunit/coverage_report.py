@@ -122,7 +122,8 @@ def make_report(saved: Sequence[Path], output: Path) -> CoverageReport:
         dirs = meta["dirs"].split(",") if meta["dirs"] != initramfs.ALL else [""]
         filters += [f"{tree}/{re.escape(name)}/" if name else f"{tree}/" for name in dirs]
         tracefile = boot / "coverage.json"
-        _gcovr(["--root", meta["tree"], "--json", str(tracefile), str(boot / "gcda")])
+        # Kernel functions named __x are code like any other (gcovr leaves them out as a compiler's own by default).
+        _gcovr(["--root", meta["tree"], "--include-internal-functions", "--json", str(tracefile), str(boot / "gcda")])
         tracefiles += ["--add-tracefile", str(tracefile)]
     output.mkdir(parents=True, exist_ok=True)
     summary = output / "summary.json"
