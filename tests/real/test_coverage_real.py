@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from .pending import never_run_yet
 from .test_real_kernel import FRAMEWORK, report, run
 
-pytestmark = [pytest.mark.real, never_run_yet]
+pytestmark = pytest.mark.real
 
 
 def test_framework_coverage_matches_gcov(tmp_path: Path) -> None:
