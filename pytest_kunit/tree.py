@@ -67,6 +67,17 @@ def patch_files(patch_dirs: tuple[Path, ...]) -> list[Path]:
     return list(patch_series(patch_dirs).patches)
 
 
+def patch_changes(text: bytes) -> bytes:
+    """What a patch does to a tree: its diff, from the first file header on. The commit message, the notes below
+    `---` and the diffstat change no file, so editing them rebuilds nothing."""
+    lines = text.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        is_unified_header = line.startswith(b"--- ") and index + 1 < len(lines) and lines[index + 1].startswith(b"+++ ")
+        if line.startswith(b"diff ") or is_unified_header:
+            return b"".join(lines[index:])
+    return text
+
+
 def _digest(*parts: str | bytes) -> str:
     digest = hashlib.sha256()
     for part in parts:
@@ -247,7 +258,7 @@ def prepare(
     if not source.exists():
         raise _missing_source(source)
     patches = patch_files(patch_dirs)
-    series = [_digest(patch.name, patch.read_bytes()) for patch in patches]
+    series = [_digest(patch_changes(patch.read_bytes())) for patch in patches]
 
     if source.is_dir():
         if not (source / "Makefile").is_file() or not (source / "Kconfig").is_file():

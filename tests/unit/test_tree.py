@@ -15,6 +15,7 @@ from pytest_kunit.tree import (
     apply_patches,
     changed_since,
     detect_features,
+    patch_changes,
     patch_files,
     patch_series,
 )
@@ -88,6 +89,18 @@ new file mode 100644
 @@ -0,0 +1 @@
 +// new
 """
+
+
+def test_what_a_patch_changes_leaves_out_its_message_and_notes() -> None:
+    reworded = GOOD.replace("Subject: [PATCH] change", "Subject: [PATCH] reword").replace(
+        "---\n", "---\nNotes:\n    why a checkpatch warning stays\n\n lib/kunit/hello.c | 2 +-\n\n", 1
+    )
+    assert reworded != GOOD
+    assert patch_changes(reworded.encode()) == patch_changes(GOOD.encode())
+    assert patch_changes(GOOD.encode()).startswith(b"diff --git ")
+    # A hunk that changes is a patch that changes, and a plain `diff -u` is all diff.
+    assert patch_changes(BAD.encode()) != patch_changes(GOOD.encode())
+    assert patch_changes(PLAIN.encode()) == PLAIN.encode()
 
 
 # --- patch_files ---------------------------------------------------------------------------------------------------
