@@ -33,6 +33,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pytest_kunit.arch import ARCHES
@@ -63,25 +64,8 @@ def timed(command: list[str], cwd: Path, env: dict[str, str] = ONLY_OURS) -> flo
 def timed_together(runs: list[tuple[list[str], Path, dict[str, str]]]) -> list[float]:
     """Start every command at the same moment and time each: on a loaded machine, both tools then build under the
     same load, which running them one after the other cannot promise."""
-    started = time.monotonic()
-    processes = [
-        subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        for command, cwd, env in runs
-    ]
-    elapsed: dict[int, float] = {}
-    outputs: dict[int, str] = {}
-    while len(elapsed) < len(processes):
-        for index, process in enumerate(processes):
-            if index not in elapsed and process.poll() is not None:
-                elapsed[index] = time.monotonic() - started
-                outputs[index] = process.stdout.read() if process.stdout else ""
-        time.sleep(0.2)
-    for index, process in enumerate(processes):
-        if process.returncode != 0:
-            command = " ".join(runs[index][0])
-            sys.stderr.write(f"command failed ({process.returncode}): {command}\n{outputs[index][-3000:]}\n")
-            raise SystemExit(1)
-    return [elapsed[index] for index in range(len(processes))]
+    with ThreadPoolExecutor(max_workers=len(runs)) as pool:
+        return list(pool.map(lambda run: timed(*run), runs))
 
 
 def pytest_command(

@@ -170,8 +170,9 @@ class Runner:
             remaining = sorted((case for case in wanted if case not in known), key=lambda case: order.get(case, 0))
             if not remaining:
                 return
+            # A case whose guest went silent runs again alone: no later case's hang can hide its result line then.
             rerun = next((case for case in remaining if case in stops and stops[case][-1].may_hide_a_result), None)
-            filters = [self._alone(kernel, rerun)] if rerun else self._filters(kernel, remaining, named_singly)
+            filters = self._filters(kernel, [rerun], True) if rerun else self._filters(kernel, remaining, named_singly)
             for boot_filter in filters:
                 named_singly = self._boot(kernel, boot_filter, set(remaining), stops) or named_singly
         for case in wanted:
@@ -185,13 +186,6 @@ class Runner:
             # A single glob can only leave out the cases a stopped guest did run by naming the others one by one.
             return [BootFilter(f"{suite}.{case}") for suite, case in remaining]
         return single_glob_filters(kernel.cases, remaining, kernel.attributes if kernel.features.attributes else None)
-
-    @staticmethod
-    def _alone(kernel: Kernel, case: CaseId) -> BootFilter:
-        """A case whose guest went silent runs again alone: no later case's hang can hide its result line then."""
-        if kernel.features.filter_list:
-            return BootFilter(list_filter(kernel.cases, [case]))
-        return BootFilter(f"{case[0]}.{case[1]}")
 
     def _kernel_args(self, kernel: Kernel, boot_filter: BootFilter) -> tuple[str, ...]:
         args = list(boot_filter.kernel_args())

@@ -9,10 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from .pending import never_run_yet
+from .pending import known_red
 from .test_real_kernel import FRAMEWORK_CASES, report, run
 
-pytestmark = [pytest.mark.real, never_run_yet]
+pytestmark = [
+    pytest.mark.real,
+    known_red(
+        "kmemleak's final scan finds 12 leaks, none the series': 8 from ACPI's kmem_cache_create at boot, 4 from "
+        "6.1's executor_test (filter_suites_test*, the suite copies kunit_filter_suites makes are never freed)"
+    ),
+]
 
 DEBUG = "testsuites/kunit-debug.kunitconfig"
 # The cases that check the series' fixes for what these debug options catch: each fails on a report printed while it
