@@ -116,11 +116,22 @@ def _program(wrapper: Wrapper, tool: WrapperTool) -> str:
     return program
 
 
+# Questions about the compiler itself, answered by the compiler: distcc runs `gcc --version` as
+# x86_64-linux-gnu-gcc, whose first line (Kconfig's CONFIG_CC_VERSION_TEXT) would then differ from an unwrapped
+# build's, and every object (through <linux/compiler-version.h>) would be compiled again.
+_QUERIES = ("--version", "-dumpversion", "-dumpfullversion", "-dumpmachine")
+
+
 def _script(program: str, compiler: str, path: str, flags: tuple[str, ...]) -> str:
     # The compiler is run by name from the PATH make was given (distccd accepts only bare names); PATH is restored
     # first so that name finds the real compiler, not this script.
     words = " ".join(shlex.quote(word) for word in (program, compiler, *flags))
-    return f'#!/bin/sh\n# pytest-kunit: {program} in front of {compiler}\nPATH={shlex.quote(path)} exec {words} "$@"\n'
+    restore = f"PATH={shlex.quote(path)}"
+    return (
+        f"#!/bin/sh\n# pytest-kunit: {program} in front of {compiler}\n"
+        f'case "$1" in {"|".join(_QUERIES)}) {restore} exec {shlex.quote(compiler)} "$@" ;; esac\n'
+        f'{restore} exec {words} "$@"\n'
+    )
 
 
 def _path_flags(build_dir: Path, tree: Path) -> tuple[str, ...]:

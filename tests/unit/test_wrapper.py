@@ -172,3 +172,41 @@ def test_distcc_hosts_file_counts(only: Path, tmp_path: Path) -> None:
 def test_hit_note() -> None:
     assert wrapper.hit_note((10, 5), (1490, 25)) == "ccache: 1480 of 1500 compiles hit"
     assert wrapper.hit_note(None, (1, 1)) == ""
+
+
+@pytest.mark.parametrize("choice", [Wrapper.CCACHE, Wrapper.DISTCC])
+def test_the_compiler_answers_for_itself_through_any_wrapper(
+    only: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, choice: Wrapper
+) -> None:
+    """Kconfig records `$(CC) --version`'s first line (CONFIG_CC_VERSION_TEXT), on which every object depends:
+    through a wrapper it must read as it does without one, or changing the wrapper would rebuild the kernel (real
+    distcc answers as x86_64-linux-gnu-gcc)."""
+    log = tmp_path / "log"
+    fake_program(only, choice.value, log)
+    monkeypatch.setenv("DISTCC_HOSTS", "127.0.0.1:3633/2")
+    fake_program(only, "gcc", tmp_path / "gcc-log")
+    wrapping = wrapper.prepare(choice, X86, tmp_path / "build", tmp_path / "tree")
+    for query in ("--version", "-dumpmachine"):
+        subprocess.run(["gcc", query], env=os.environ | wrapping.env, cwd=tmp_path, check=True)
+    assert not log.exists()
+    assert (tmp_path / "gcc-log").read_text().splitlines()[0].startswith(f"{only}/gcc --version |")
+    # A compile still goes through the wrapper.
+    subprocess.run(["gcc", "-c", "x.c"], env=os.environ | wrapping.env, cwd=tmp_path, check=True)
+    assert log.read_text().startswith(f"{only}/{choice.value} gcc ")
+
+
+@pytest.mark.skipif(not shutil.which("distcc") or not shutil.which("gcc"), reason="needs distcc and gcc")
+def test_real_distcc_reports_the_version_text_an_unwrapped_build_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def version(env: dict[str, str], *command: str) -> str:
+        run = subprocess.run([*command, "gcc", "--version"], env=env, capture_output=True, text=True, check=True)
+        return run.stdout.splitlines()[0]
+
+    monkeypatch.setenv("DISTCC_HOSTS", "127.0.0.1:3633/1")  # never reached: --version runs locally
+    wrapping = wrapper.prepare(Wrapper.DISTCC, X86, tmp_path / "build", tmp_path / "tree")
+    unwrapped = version(dict(os.environ))
+    assert unwrapped.startswith("gcc ")
+    assert version(os.environ | wrapping.env) == unwrapped
+    # What the script saves a build from: distcc itself answers under the target's name.
+    assert version(dict(os.environ), "distcc") != unwrapped
