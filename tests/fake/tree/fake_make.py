@@ -6,6 +6,7 @@ for ARCH=um, linux: vmlinux, and beside it a program that runs it as a User Mode
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 import subprocess
@@ -153,7 +154,7 @@ def main(target: str, build_dir: str) -> int:
             (out / "include/config/auto.conf.cmd").write_text(f"deps_config := \\\n{listed}\n")
     elif target in IMAGES:
         # The compiler, by name from make's PATH, as Kbuild runs it (a compiler wrapper's script, if there is one).
-        subprocess.run(["gcc", "--version"], capture_output=True, check=False)
+        subprocess.run(["gcc", "-E", "-x", "c", os.devnull, "-o", os.devnull], capture_output=True, check=False)
         print("  CC      lib/kunit/test.o", flush=True)
         if "CONFIG_FAKE_BUILD_ERROR=y" in dotconfig.read_text():
             print("lib/kunit/test.c:42:7: error: 'boom' undeclared (first use in this function)")
