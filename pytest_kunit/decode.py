@@ -13,6 +13,9 @@ from pathlib import Path
 
 # A bare kernel text address where a symbol would stand: `RIP: 0010:0xffffffff810bbaea`, ` ? 0xffffffff810b8fea`.
 _RAW_ADDRESS = re.compile(r"(?<![\w+/])0x(ffff[0-9a-f]{12})\b")
+# `./lib/x.c:42`: a compile through the compiler wrapper records the build directory as `.` (so that no object
+# names a tree); decode_stacktrace.sh strips only the tree's absolute path.
+_DOT_RELATIVE = re.compile(r"(?<=[( ])(?:\./)+(?=[^\s:()]+:\d+)")
 _TEXT_SYMBOL = re.compile(r"^([0-9a-f]+) (?:([0-9a-f]+) )?[tTwW] (\S+)$")
 
 
@@ -78,5 +81,5 @@ def decode_stacktrace(lines: tuple[str, ...], build_dir: Path, tree: Path, cross
         )
     except (OSError, subprocess.TimeoutExpired):
         return lines
-    decoded = tuple(result.stdout.splitlines())
+    decoded = tuple(_DOT_RELATIVE.sub("", line) for line in result.stdout.splitlines())
     return decoded if result.returncode == 0 and decoded else lines

@@ -20,6 +20,10 @@ from .errors import BuildError
 from .options import Wrapper
 
 WRAPPER_DIR = ".pytest-kunit-wrapper"
+# In the build directory: the tree, by a name that is the same for every tree (ccache's hits across trees). ccache
+# hands the compiler the shortest relative path to a file among those through links and real paths, and the tree's
+# own is at least two characters ("..", when the build directory is in the tree): one character always wins.
+TREE_LINK = "S"
 # Fixed, so that the few objects that embed them (init/version.o, the initramfs) hit the cache too; any date that
 # `date -d` reads will do (usr/gen_initramfs.sh passes it there). A value the user exports wins.
 BUILD_IDENTITY = {
@@ -36,7 +40,8 @@ class WrapperTool:
     program: str
     install: str  # what to do when `program` is missing
     # The wrapper rewrites absolute paths under this variable's directory relative to the build directory (ccache's
-    # base_dir), so two build directories at the same depth below it share hits.
+    # base_dir): set to the build directory, which reaches the tree through a link of its own, so builds in any two
+    # build directories, of any two trees, share hits.
     base_dir_env: str = ""
     hosts_env: str = ""  # where the wrapper reads the hosts it spreads compiles over
     hosts_files: tuple[str, ...] = ()  # ... or these files, when that variable is unset (~ expanded)
@@ -122,30 +127,60 @@ def _program(wrapper: Wrapper, tool: WrapperTool) -> str:
 _QUERIES = ("--version", "-dumpversion", "-dumpfullversion", "-dumpmachine")
 
 
-def _script(program: str, compiler: str, path: str, flags: tuple[str, ...]) -> str:
+def _script(program: str, compiler: str, path: str, flags: tuple[str, ...], tree_link: tuple[Path, Path] | None) -> str:
     # The compiler is run by name from the PATH make was given (distccd accepts only bare names); PATH is restored
     # first so that name finds the real compiler, not this script.
     words = " ".join(shlex.quote(word) for word in (program, compiler, *flags))
     restore = f"PATH={shlex.quote(path)}"
+    lines = [
+        "#!/bin/sh",
+        f"# pytest-kunit: {program} in front of {compiler}",
+        f'case "$1" in {"|".join(_QUERIES)}) {restore} exec {shlex.quote(compiler)} "$@" ;; esac',
+    ]
+    if tree_link is not None:
+        tree, link = (shlex.quote(str(part)) for part in tree_link)
+        lines += [
+            # A coverage compile records its working directory and file names in the .gcno, which gcov reads back:
+            # it goes through ccache as it is (no base_dir), as ccache shares it with no other directory anyway.
+            f'case " $* " in *" -ftest-coverage "*|*" --coverage "*) CCACHE_BASEDIR= {restore} exec '
+            f'{shlex.quote(program)} {shlex.quote(compiler)} "$@" ;; esac',
+            # Kbuild names the tree by its absolute path, which holds the tree's key: each argument naming it names
+            # the link to the tree in the build directory instead, which base_dir makes the same for any tree.
+            f"tree={tree} link={link}",
+            "for arg do",
+            "    shift",
+            '    case $arg in *"$tree"*) arg=${arg%%"$tree"*}$link${arg#*"$tree"} ;; esac',
+            '    set -- "$@" "$arg"',
+            "done",
+        ]
+    lines.append(f'{restore} exec {words} "$@"')
+    return "\n".join(lines) + "\n"
+
+
+def _path_flags(build_dir: Path) -> tuple[str, ...]:
+    """The compiler reaches the tree through the link (S/lib/x.c, or /BUILD/S/lib/x.c where ccache leaves an argument
+    absolute): map both to the tree's own names, so __FILE__ (KUnit's and BUG()'s file names) is `lib/x.c` as in an
+    unwrapped build, and the debug information names `lib/x.c` in the working directory `.` (decode.py prints it as
+    decode_stacktrace.sh prints an unwrapped build's absolute names: `lib/x.c:42`). No map names the tree on its
+    right-hand side, which ccache hashes: two trees' compiles share hits. gcc applies the last map that matches, so
+    the link's maps come after the build directory's."""
     return (
-        f"#!/bin/sh\n# pytest-kunit: {program} in front of {compiler}\n"
-        f'case "$1" in {"|".join(_QUERIES)}) {restore} exec {shlex.quote(compiler)} "$@" ;; esac\n'
-        f'{restore} exec {words} "$@"\n'
+        f"-fmacro-prefix-map={TREE_LINK}/=",
+        f"-fdebug-prefix-map={build_dir}=.",
+        f"-fdebug-prefix-map={TREE_LINK}/=",
+        f"-fdebug-prefix-map={build_dir}/{TREE_LINK}/=",
     )
 
 
-def _path_flags(build_dir: Path, tree: Path) -> tuple[str, ...]:
-    """ccache's base_dir hands the compiler paths relative to the build directory (../../src/KEY/lib/x.c): map them
-    back to what an unwrapped build records, so __FILE__ (KUnit's and BUG()'s file names) stays `lib/x.c` and the
-    debug info names the tree's files. The build directory's own name is mapped to the tree too, so ccache (which
-    hashes the working directory of a debug-info compile after these maps) shares hits between build
-    directories of one tree; only objects built from generated C files then point into the tree instead."""
-    relative = os.path.relpath(tree, build_dir)
-    return (
-        f"-fmacro-prefix-map={relative}/=",
-        f"-fdebug-prefix-map={relative}/={tree}/",
-        f"-fdebug-prefix-map={build_dir}={tree}",
-    )
+def _link(link: Path, tree: Path) -> None:
+    """The link to the tree that compiles through ccache name it by (made anew when it points elsewhere); it stays
+    after the wrapper changes, as Kbuild's dependency files name headers through it."""
+    if link.is_symlink() and os.readlink(link) == str(tree):
+        return
+    scratch = link.with_name(f".{TREE_LINK}.new")
+    scratch.unlink(missing_ok=True)
+    scratch.symlink_to(tree)
+    os.replace(scratch, link)
 
 
 def prepare(wrapper: Wrapper, make: MakeSettings, build_dir: Path, tree: Path) -> CompilerWrapping:
@@ -157,18 +192,23 @@ def prepare(wrapper: Wrapper, make: MakeSettings, build_dir: Path, tree: Path) -
         return CompilerWrapping(wrapper, describe="no compiler wrapper")
     program = _program(wrapper, tool)
     path = os.environ.get("PATH", os.defpath)
-    flags = _path_flags(build_dir.resolve(), tree.resolve()) if tool.base_dir_env else ()
     scripts = build_dir / WRAPPER_DIR
     scripts.mkdir(parents=True, exist_ok=True)
+    flags: tuple[str, ...] = ()
+    tree_link = None
+    if tool.base_dir_env:
+        flags = _path_flags(build_dir.resolve())
+        tree_link = (tree.resolve(), build_dir.resolve() / TREE_LINK)
+        _link(tree_link[1], tree_link[0])
     for compiler in dict.fromkeys(("gcc", make.compiler)):
         script = scripts / compiler
-        script.write_text(_script(program, compiler, path, flags))
+        script.write_text(_script(program, compiler, path, flags, tree_link))
         script.chmod(0o755)
     env = {name: os.environ.get(name, value) for name, value in (*BUILD_IDENTITY.items(), *tool.settings)}
     env["PATH"] = f"{scripts}{os.pathsep}{path}"
     notes = []
     if tool.base_dir_env:
-        base = os.environ.get(tool.base_dir_env) or os.path.commonpath([build_dir.resolve(), tree.resolve()])
+        base = os.environ.get(tool.base_dir_env) or str(build_dir.resolve())
         env[tool.base_dir_env] = base
         notes.append(f"{tool.base_dir_env}={base}")
     if tool.hosts_env and os.environ.get(tool.hosts_env):

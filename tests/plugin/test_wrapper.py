@@ -4,9 +4,14 @@ a missing one is a paragraph."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
+
+from pytest_kunit import wrapper
+from pytest_kunit.arch import ARCHES
+from pytest_kunit.options import Wrapper
 
 from .conftest import FakeKernel
 
@@ -79,3 +84,31 @@ def test_an_unknown_wrapper_is_a_usage_error(project: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(
         ["*ini key 'kunit_wrapper' in *: 'gcc' is not one of auto, ccache, distcc, sccache, none"]
     )
+
+
+def test_ccache_hits_across_trees_with_the_file_names_of_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real ccache and gcc on a small file in two caches holding two trees (another series is another tree key),
+    compiled as Kbuild's O= builds compile (the tree named by its absolute path, debug info, a dependency file for
+    depend mode): the second tree's compile hits, and __FILE__ is the tree's `lib/x.c` in both objects."""
+    monkeypatch.setenv("CCACHE_DIR", str(tmp_path / "ccache"))
+    monkeypatch.delenv("CCACHE_BASEDIR", raising=False)
+    counts = []
+    for key in ("a" * 16, "b" * 16):  # as long as a cache's tree keys, which decides what ccache hands gcc
+        tree, build = tmp_path / key / "src" / key, tmp_path / key / "build" / "config"
+        (tree / "include").mkdir(parents=True)
+        (tree / "lib").mkdir()
+        build.mkdir(parents=True)
+        (tree / "include" / "v.h").write_text("#define V 1\n")
+        (tree / "lib" / "x.c").write_text('#include "v.h"\nconst char *f(void) { return __FILE__; }\nint v = V;\n')
+        env = os.environ | wrapper.prepare(Wrapper.CCACHE, ARCHES["x86_64"].make, build, tree).env
+        command = ["gcc", "-g", "-Wp,-MMD,.x.o.d", f"-fmacro-prefix-map={tree}/=", "-I", str(tree / "include")]
+        subprocess.run([*command, "-c", str(tree / "lib/x.c"), "-o", "x.o"], cwd=build, env=env, check=True)
+        data = (build / "x.o").read_bytes()
+        # __FILE__ and the debug info's file name are `lib/x.c`: neither tree's path (nor the link) is recorded,
+        # so the object the second tree gets from the first is the one it would have compiled.
+        assert b"\0lib/x.c\0" in data
+        assert str(tmp_path).encode() not in data
+        stats = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True, check=True).stdout
+        counters = dict(line.split("\t") for line in stats.splitlines())
+        counts.append((int(counters["direct_cache_hit"]), int(counters["cache_miss"])))
+    assert counts == [(0, 1), (1, 1)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from pytest_kunit.decode import symbolize
+from pytest_kunit.decode import decode_stacktrace, symbolize
 
 NM_OUTPUT = """\
 ffffffff81000000 T _text
@@ -98,3 +98,16 @@ def test_arm64_mapping_symbols_name_no_function(tmp_path: Path) -> None:
         "Call trace:",
         " faults_null_dereference+0x8/0x14",
     )
+
+
+def test_file_names_recorded_relative_to_the_build_directory_read_as_the_trees(tmp_path: Path) -> None:
+    """Objects compiled through the compiler wrapper record the build directory as `.` (so that no object names a
+    tree): their frames read `lib/x.c:42`, as decode_stacktrace.sh prints an unwrapped build's absolute names."""
+    tree, build = tmp_path / "tree", tmp_path / "build"
+    (tree / "scripts").mkdir(parents=True)
+    build.mkdir()
+    (build / "vmlinux").write_bytes(b"")
+    frames = "(./lib/kunit/test.c:402)|(././lib/bug.c:195 ./lib/bug.c:219)|(lib/x.c:1)|(./no-line)"
+    (tree / "scripts" / "decode_stacktrace.sh").write_text(f'while read -r line; do echo "$line {frames}"; done\n')
+    decoded = decode_stacktrace(("Call Trace:",), build, tree, cross_compile=f"{tmp_path}/none-")
+    assert decoded == ("Call Trace: (lib/kunit/test.c:402)|(lib/bug.c:195 lib/bug.c:219)|(lib/x.c:1)|(./no-line)",)

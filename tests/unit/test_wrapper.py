@@ -64,8 +64,9 @@ def test_ccache_goes_in_front_of_the_compiler_with_what_it_needs_to_hit(only: Pa
     cache = tmp_path / "cache"
     build, tree = cache / "build" / "k1", cache / "src" / "s1"
     wrapping = wrapper.prepare(Wrapper.CCACHE, X86, build, tree)
-    # Two build directories of one cache share hits: paths are rewritten relative to the build directory.
-    assert wrapping.env["CCACHE_BASEDIR"] == str(cache)
+    # Paths are rewritten relative to the build directory, which reaches the tree through a link of its own.
+    assert wrapping.env["CCACHE_BASEDIR"] == str(build)
+    assert (build / wrapper.TREE_LINK).readlink() == tree
     assert wrapping.env["KBUILD_BUILD_TIMESTAMP"] == wrapper.BUILD_IDENTITY["KBUILD_BUILD_TIMESTAMP"]
     assert wrapping.env["KBUILD_BUILD_USER"] == wrapping.env["KBUILD_BUILD_HOST"] == "pytest-kunit"
     # Depend mode: a miss is the compile alone, not a preprocessor run first.
@@ -77,8 +78,10 @@ def test_ccache_goes_in_front_of_the_compiler_with_what_it_needs_to_hit(only: Pa
     # make was given minus itself, and maps the relative paths ccache hands the compiler back to the tree's.
     subprocess.run(["gcc", "-c", "x.c"], env=os.environ | wrapping.env, cwd=tmp_path, check=True)
     line = log.read_text()
-    assert line.startswith(f"{only}/ccache gcc -fmacro-prefix-map=../../src/s1/= ")
-    assert f"-fdebug-prefix-map=../../src/s1/={tree}/ -fdebug-prefix-map={build}={tree} -c x.c |" in line
+    link = wrapper.TREE_LINK
+    assert line.startswith(f"{only}/ccache gcc -fmacro-prefix-map={link}/= ")
+    maps = f"-fdebug-prefix-map={build}=. -fdebug-prefix-map={link}/= -fdebug-prefix-map={build}/{link}/="
+    assert f"{maps} -c x.c |" in line
     assert "| Thu Jan  1 00:00:00 UTC 1970 |" in line
     assert str(scripts) not in line.split("|")[2]
     assert "ccache in front of gcc (CCACHE_BASEDIR=" in wrapping.describe
@@ -210,3 +213,19 @@ def test_real_distcc_reports_the_version_text_an_unwrapped_build_records(
     assert version(os.environ | wrapping.env) == unwrapped
     # What the script saves a build from: distcc itself answers under the target's name.
     assert version(dict(os.environ), "distcc") != unwrapped
+
+
+def test_ccache_names_the_tree_through_its_link_except_for_coverage(only: Path, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    fake_program(only, "ccache", log)
+    build, tree = tmp_path / "cache" / "build" / "k1", tmp_path / "cache" / "src" / "s1"
+    env = os.environ | wrapper.prepare(Wrapper.CCACHE, X86, build, tree).env
+    # Kbuild's O= compile names the tree by its absolute path, in the file and inside options.
+    subprocess.run(["gcc", f"-fmacro-prefix-map={tree}/=", f"-I{tree}/include", "-c", f"{tree}/lib/x.c"], env=env)
+    link = build / wrapper.TREE_LINK
+    assert f" -fmacro-prefix-map={link}/= -I{link}/include -c {link}/lib/x.c |" in log.read_text()
+    # A coverage compile's .gcno records its names for gcov: they stay the tree's, and base_dir is off for it.
+    log.unlink()
+    subprocess.run(["gcc", "-fprofile-arcs", "-ftest-coverage", "-c", f"{tree}/lib/x.c"], env=env)
+    line = log.read_text()
+    assert line.startswith(f"{only}/ccache gcc -fprofile-arcs -ftest-coverage -c {tree}/lib/x.c |")
