@@ -127,22 +127,32 @@ def _program(wrapper: Wrapper, tool: WrapperTool) -> str:
 _QUERIES = ("--version", "-dumpversion", "-dumpfullversion", "-dumpmachine")
 
 
-def _script(program: str, compiler: str, path: str, flags: tuple[str, ...], tree_link: tuple[Path, Path] | None) -> str:
+@dataclass(frozen=True)
+class _TreeLink:
+    """How compiles through a base_dir wrapper name the tree: through `link` in the build directory."""
+
+    tree: Path
+    link: Path
+    base_dir_env: str  # the wrapper's base_dir variable, cleared for the compiles that must keep the tree's names
+
+
+def _script(program: str, compiler: str, path: str, tree_link: _TreeLink | None) -> str:
     # The compiler is run by name from the PATH make was given (distccd accepts only bare names); PATH is restored
     # first so that name finds the real compiler, not this script.
-    words = " ".join(shlex.quote(word) for word in (program, compiler, *flags))
     restore = f"PATH={shlex.quote(path)}"
     lines = [
         "#!/bin/sh",
         f"# pytest-kunit: {program} in front of {compiler}",
         f'case "$1" in {"|".join(_QUERIES)}) {restore} exec {shlex.quote(compiler)} "$@" ;; esac',
     ]
+    flags: tuple[str, ...] = ()
     if tree_link is not None:
-        tree, link = (shlex.quote(str(part)) for part in tree_link)
+        flags = _path_flags(tree_link.link.parent)
+        tree, link = shlex.quote(str(tree_link.tree)), shlex.quote(str(tree_link.link))
         lines += [
             # A coverage compile records its working directory and file names in the .gcno, which gcov reads back:
-            # it goes through ccache as it is (no base_dir), as ccache shares it with no other directory anyway.
-            f'case " $* " in *" -ftest-coverage "*|*" --coverage "*) CCACHE_BASEDIR= {restore} exec '
+            # it goes through the wrapper as it is (no base_dir), as ccache shares it with no other directory anyway.
+            f'case " $* " in *" -ftest-coverage "*|*" --coverage "*) {tree_link.base_dir_env}= {restore} exec '
             f'{shlex.quote(program)} {shlex.quote(compiler)} "$@" ;; esac',
             # Kbuild names the tree by its absolute path, which holds the tree's key: each argument naming it names
             # the link to the tree in the build directory instead, which base_dir makes the same for any tree.
@@ -153,6 +163,7 @@ def _script(program: str, compiler: str, path: str, flags: tuple[str, ...], tree
             '    set -- "$@" "$arg"',
             "done",
         ]
+    words = " ".join(shlex.quote(word) for word in (program, compiler, *flags))
     lines.append(f'{restore} exec {words} "$@"')
     return "\n".join(lines) + "\n"
 
@@ -173,8 +184,8 @@ def _path_flags(build_dir: Path) -> tuple[str, ...]:
 
 
 def _link(link: Path, tree: Path) -> None:
-    """The link to the tree that compiles through ccache name it by (made anew when it points elsewhere); it stays
-    after the wrapper changes, as Kbuild's dependency files name headers through it."""
+    """Make `link` point at the tree (anew when it points elsewhere). It stays when the wrapper changes: Kbuild's
+    dependency files name headers through it."""
     if link.is_symlink() and os.readlink(link) == str(tree):
         return
     scratch = link.with_name(f".{TREE_LINK}.new")
@@ -194,21 +205,20 @@ def prepare(wrapper: Wrapper, make: MakeSettings, build_dir: Path, tree: Path) -
     path = os.environ.get("PATH", os.defpath)
     scripts = build_dir / WRAPPER_DIR
     scripts.mkdir(parents=True, exist_ok=True)
-    flags: tuple[str, ...] = ()
+    build_dir = build_dir.resolve()
     tree_link = None
     if tool.base_dir_env:
-        flags = _path_flags(build_dir.resolve())
-        tree_link = (tree.resolve(), build_dir.resolve() / TREE_LINK)
-        _link(tree_link[1], tree_link[0])
+        tree_link = _TreeLink(tree.resolve(), build_dir / TREE_LINK, tool.base_dir_env)
+        _link(tree_link.link, tree_link.tree)
     for compiler in dict.fromkeys(("gcc", make.compiler)):
         script = scripts / compiler
-        script.write_text(_script(program, compiler, path, flags, tree_link))
+        script.write_text(_script(program, compiler, path, tree_link))
         script.chmod(0o755)
     env = {name: os.environ.get(name, value) for name, value in (*BUILD_IDENTITY.items(), *tool.settings)}
     env["PATH"] = f"{scripts}{os.pathsep}{path}"
     notes = []
     if tool.base_dir_env:
-        base = os.environ.get(tool.base_dir_env) or str(build_dir.resolve())
+        base = os.environ.get(tool.base_dir_env) or str(build_dir)
         env[tool.base_dir_env] = base
         notes.append(f"{tool.base_dir_env}={base}")
     if tool.hosts_env and os.environ.get(tool.hosts_env):
