@@ -15,8 +15,3 @@ PENDING = os.environ.get("PYTEST_KUNIT_REAL_PENDING") != "1"
 never_run_yet = pytest.mark.skipif(
     PENDING, reason="never run on a real kernel yet (no build time): set PYTEST_KUNIT_REAL_PENDING=1"
 )
-
-
-def known_red(why: str) -> pytest.MarkDecorator:
-    """A test that has run and failed for a reason the project has not fixed yet: out of CI, said why."""
-    return pytest.mark.skipif(PENDING, reason=f"failed on its last real run: {why}; set PYTEST_KUNIT_REAL_PENDING=1")
