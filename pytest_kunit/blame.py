@@ -57,14 +57,21 @@ class OutsideReport:
     when: str
     lines: tuple[str, ...]
     console: str
+    missing: bool = False  # not a report printed but one the run cannot do without: its headline is the title
 
     def render(self) -> str:
-        return (
-            f"The kernel printed a {self.sanitizer} report {self.when}, while no test case ran: "
-            f"{self.title}\n"
-            "What to do: read the report below; it fails the run, since no case can own it (a case's own failure "
-            "holds any report printed while it ran).\n" + "\n".join(self.lines) + f"\nconsole: {self.console}"
-        )
+        if self.missing:
+            headline = (
+                f"{self.title}\nWhat to do: see below why the guest ended first; it fails the run, since an "
+                "unfinished scan may hide leaks."
+            )
+        else:
+            headline = (
+                f"The kernel printed a {self.sanitizer} report {self.when}, while no test case ran: {self.title}\n"
+                "What to do: read the report below; it fails the run, since no case can own it (a case's own "
+                "failure holds any report printed while it ran)."
+            )
+        return headline + "\n" + "\n".join(self.lines) + f"\nconsole: {self.console}"
 
 
 class OutsideReports:

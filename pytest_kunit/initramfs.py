@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .blame import OutsideReport
 from .errors import KunitError, KunitWarning
 from .kconfig import read_dotconfig
 
@@ -29,6 +30,7 @@ BUSYBOX = Path("/bin/busybox")  # Debian's busybox-static
 GCOV_ARG = "pytest_kunit.gcov"  # =DIRS (comma-separated, or `all`): copy these directories' counters out
 KMEMLEAK_ARG = "pytest_kunit.kmemleak=scan"
 SCAN_BEGIN, SCAN_END = "pytest-kunit: kmemleak's final scan", "pytest-kunit: kmemleak's final scan done"
+SCAN_BUSY = "pytest-kunit: kmemleak's final scan still running"
 GCOV_BEGIN, GCOV_END = "pytest-kunit-gcov-begin", "pytest-kunit-gcov-end"
 ALL = "all"
 
@@ -52,8 +54,13 @@ if [ -n "$leaks" ]; then
     # kmemleak reports no object younger than 5 s, and none whose contents changed since the scan before: the
     # first scan records them, the second reports the leaks. The list is printed whether or not kmemleak.verbose is.
     $B sleep 5
+    # A scan prints nothing until it ends; on a KASAN kernel under a loaded TCG host that outlasts the runner's
+    # silence watchdog (the case timeout plus a quarter): say every 10 s that it still runs.
+    ( while :; do $B sleep 10; echo "{SCAN_BUSY}"; done ) &
+    busy=$!
     echo scan > /sys/kernel/debug/kmemleak
     echo scan > /sys/kernel/debug/kmemleak
+    kill $busy
     $B cat /sys/kernel/debug/kmemleak
     echo "{SCAN_END}"
 fi
@@ -121,6 +128,26 @@ def kmemleak_scan(dotconfig: Path) -> bool:
     return True
 
 
+def unfinished_scan(
+    kernel: str, boot_args: Sequence[str], console: Sequence[str], killed_for: str, path: Path
+) -> OutsideReport | None:
+    """An error of the run for a boot that ran every case and was to end with kmemleak's final scan but whose console
+    never shows the scan done: the guest died or was killed first, and no leak reported must mean none found."""
+    if KMEMLEAK_ARG not in boot_args or any(SCAN_END in line for line in console):
+        return None
+    why = killed_for or "the guest's console ended there"
+    last = next((line for line in reversed(console) if line.strip()), "(nothing)")
+    return OutsideReport(
+        kernel,
+        "kmemleak",
+        "kmemleak's final scan did not finish: leaks found by it, if any, went unreported.",
+        "after the last suite",
+        (f"The boot ran every case, then {why}.", f"Its console's last line: {last}"),
+        str(path),
+        missing=True,
+    )
+
+
 def _cpio_entry(name: str, mode: int, data: bytes = b"", rdev: tuple[int, int] = (0, 0), ino: int = 0) -> bytes:
     """One entry of a newc cpio archive (the initramfs format), padded to four bytes."""
     encoded = name.encode() + b"\0"
@@ -132,8 +159,8 @@ def _cpio_entry(name: str, mode: int, data: bytes = b"", rdev: tuple[int, int] =
 
 
 def initramfs(cache_dir: Path, why: str) -> Path:
-    """The initramfs (built once into the cache): busybox, /init, and /dev/console for init's output. `why` names
-    the option that needs it, for the error if busybox is missing."""
+    """The initramfs (built once into the cache): busybox, /init, /dev/console for init's output and /dev/null. `why`
+    names the option that needs it, for the error if busybox is missing."""
     if not BUSYBOX.is_file():
         raise KunitError(
             f"{why} needs a static busybox at {BUSYBOX}, for the guest's /init that runs after KUnit.",
@@ -147,6 +174,7 @@ def initramfs(cache_dir: Path, why: str) -> Path:
             _cpio_entry("init", 0o100755, INIT.encode(), ino=3),
             _cpio_entry("dev", 0o40755, ino=4),
             _cpio_entry("dev/console", 0o20600, rdev=(5, 1), ino=5),
+            _cpio_entry("dev/null", 0o20666, rdev=(1, 3), ino=9),  # the shell's stdin for a job run in the background
             *(_cpio_entry(name, 0o40755, ino=6 + index) for index, name in enumerate(("proc", "sys", "out"))),
             _cpio_entry("TRAILER!!!", 0),
         ]

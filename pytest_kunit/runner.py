@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import faults, ktap, recovery
+from . import faults, initramfs, ktap, recovery
 from .accel import Accelerator, kvm_failure
 from .arch import Arch
 from .blame import OutsideReports
@@ -292,6 +292,9 @@ class Runner:
         if record.stopped:
             return True  # ended on purpose after a crash: what it did not run is booted again
         stopped_early = record.timed_out or bool(unfinished) or record.outside_signal is not None
+        unscanned = initramfs.unfinished_scan(kernel.key, kernel.boot_args, record.console, record.killed_for, console)
+        if in_flight is None and unscanned is not None:
+            self.outside.add(unscanned)  # every case ran, but not the final scan that would show their leaks
         if in_flight is None or not stopped_early:
             for case in executed:
                 if case in wanted and case not in known:

@@ -185,6 +185,24 @@ def test_kmemleak_final_scan_fails_the_run_with_the_leak(project: pytest.Pyteste
     assert "pytest_kunit.gcov" not in boots[0]["params"]  # no counters asked for
 
 
+def test_a_final_scan_killed_before_its_end_fails_the_run(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    """The guest goes silent in the scan and the watchdog kills it: every case passed, yet the run is not green."""
+    spec = fake_kernel.spec()
+    spec["scan_hangs"] = True
+    fake_kernel.write_spec(spec)
+    result = project.runpytest(*fake_kernel.options("-k", "other", "--kunit-sanitize=kmemleak", "--kunit-timeout=1"))
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of kunit.kunitconfig::kernel reports outside any case*",
+            "kmemleak's final scan did not finish: leaks found by it, if any, went unreported.",
+            "What to do: see below why the guest ended first*",
+            "The boot ran every case, then the guest printed nothing for 1.25 s and was killed.",
+            "Its console's last line: pytest-kunit: kmemleak's final scan",
+        ]
+    )
+
+
 @pytest.mark.parametrize("initrd", [True, False])
 def test_a_fragment_with_kmemleak_gets_the_final_scan_if_it_can(
     pytester: pytest.Pytester, fake_kernel: FakeKernel, initrd: bool

@@ -25,6 +25,7 @@ def test_the_initramfs_holds_init_busybox_and_a_console(tmp_path: Path) -> None:
     ).stdout.decode()
     assert "init" in listing and "bin/busybox" in listing
     assert any(line.startswith("crw") and "dev/console" in line for line in listing.splitlines())
+    assert any(line.startswith("crw") and "dev/null" in line for line in listing.splitlines())  # for the heartbeat
 
 
 @needs_busybox
@@ -58,3 +59,21 @@ def test_a_kmemleak_kernel_without_initramfs_support_is_warned_of(tmp_path: Path
     dotconfig.write_text("CONFIG_DEBUG_KMEMLEAK=y\n" + NEEDS.replace("CONFIG_BLK_DEV_INITRD=y", ""))
     with pytest.warns(KunitWarning, match=r"has kmemleak but not CONFIG_BLK_DEV_INITRD, which its final scan"):
         assert not initramfs.kmemleak_scan(dotconfig)
+
+
+def test_a_boot_whose_final_scan_never_ended_is_an_error_of_the_run() -> None:
+    """Every case ran but the guest was killed during the scan: green would claim no leak that nobody looked for."""
+    args = ("kunit_shutdown=none", initramfs.KMEMLEAK_ARG)
+    console = ["ok 1 other", initramfs.SCAN_BEGIN, initramfs.SCAN_BUSY]
+    killed = "the guest printed nothing for 135 s and was killed"
+    report = initramfs.unfinished_scan("k.kunitconfig", args, console, killed, Path("/c.log"))
+    assert report is not None
+    rendered = report.render()
+    assert rendered.startswith("kmemleak's final scan did not finish: leaks found by it, if any, went unreported.")
+    assert f"The boot ran every case, then {killed}." in rendered
+    assert f"Its console's last line: {initramfs.SCAN_BUSY}" in rendered and rendered.endswith("console: /c.log")
+    done = [*console, "unreferenced object 0xffff888003b4c400 (size 123):", initramfs.SCAN_END]
+    assert initramfs.unfinished_scan("k.kunitconfig", args, done, "", Path("/c.log")) is None
+    assert initramfs.unfinished_scan("k.kunitconfig", args[:1], console, "", Path("/c.log")) is None  # no scan asked
+    ended = initramfs.unfinished_scan("k.kunitconfig", args, console[:2], "", Path("/c.log"))
+    assert ended is not None and "then the guest's console ended there." in ended.render()
