@@ -17,7 +17,9 @@ python3 - "$repo/kernel-patches/0000-cover-letter.patch" "$out/0000-cover-letter
 import re, sys
 old, new = (open(p).read() for p in sys.argv[1:])
 subject = re.search(r"^Subject: \[PATCH [0-9]+/[0-9]+\] (.*)$", old, re.M)[1]
-blurb = old[old.index("\n\n", old.index("Subject:")) + 2 : old.index("\npytest-kunit developers (")]
+start = old.index("\n\n", old.index("Subject:")) + 2
+# The blurb ends where git's shortlog begins: its first "Author Name (N):" line.
+blurb = old[start : start + re.search(r"(?m)^\S[^\n]* \([0-9]+\):\n  ", old[start:]).start() - 1]
 new = re.sub(r"(?m)^(Subject: \[PATCH [0-9]+/[0-9]+\] )\*\*\* SUBJECT HERE \*\*\*$", lambda m: m[1] + subject, new)
 new = new.replace("*** BLURB HERE ***\n", blurb)
 open(sys.argv[2], "w").write(new)

@@ -75,3 +75,18 @@ def test_of_unittest_on_a_real_device_tree(tmp_path: Path) -> None:
     assert process.returncode == 0, report(process)
     assert set(outcomes.values()) <= {"passed", "skipped"}, report(process)
     assert {name.split(".")[0] for name in outcomes} >= {"of_base", "of_overlay", "of_dynamic"}, report(process)
+    # QEMU's device tree is unflattened at boot, so the overlay_base the high-level case splices in exists here (on
+    # x86_64, without a firmware tree, the case skips).
+    assert outcomes["of_overlay_high_level.of_unittest_overlay_high_level"] == "passed", report(process)
+
+
+@every_fragment
+def test_each_overlay_case_runs_alone(tmp_path: Path) -> None:
+    # One boot per case, filtered to it: no case depends on another having run before it.
+    process, outcomes = run(tmp_path, ARM64, OF, "-k", "of_overlay and not high_level", "--kunit-isolate=case")
+    assert process.returncode == 0, report(process)
+    overlay_cases = {name for name in outcomes if name.startswith("of_overlay.")}
+    assert len(overlay_cases) >= 12 and {outcomes[name] for name in overlay_cases} <= {"passed", "skipped"}, report(
+        process
+    )
+    assert f"guest boots: {len(overlay_cases)} " in process.stdout, report(process)
