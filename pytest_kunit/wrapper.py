@@ -34,6 +34,18 @@ BUILD_IDENTITY = {
 
 
 @dataclass(frozen=True)
+class EnvSetting:
+    """An environment variable the wrapper reads, set unless the user exported it or its opposite."""
+
+    name: str
+    value: str
+    opposite: str = ""  # e.g. CCACHE_NODEPEND: exported, it says the user decided, as the variable itself would
+
+    def user_decided(self) -> bool:
+        return self.name in os.environ or bool(self.opposite and self.opposite in os.environ)
+
+
+@dataclass(frozen=True)
 class WrapperTool:
     """What one wrapper needs to be found and to hit."""
 
@@ -45,7 +57,7 @@ class WrapperTool:
     base_dir_env: str = ""
     hosts_env: str = ""  # where the wrapper reads the hosts it spreads compiles over
     hosts_files: tuple[str, ...] = ()  # ... or these files, when that variable is unset (~ expanded)
-    settings: tuple[tuple[str, str], ...] = ()  # environment the wrapper reads, unless the user exported it
+    settings: tuple[EnvSetting, ...] = ()
 
 
 TOOLS = {
@@ -56,7 +68,7 @@ TOOLS = {
         # Depend mode: a miss costs the compile alone. ccache's default mode runs the preprocessor first, which made
         # a cold kernel build 28% slower than one without ccache (measured on UML 6.1 objects); depend mode needs the
         # -MD/-MMD that Kbuild passes to every compile (-Wp,-MMD) and hits on the same manifests.
-        settings=(("CCACHE_DEPEND", "1"),),
+        settings=(EnvSetting("CCACHE_DEPEND", "1", opposite="CCACHE_NODEPEND"),),
     ),
     Wrapper.DISTCC: WrapperTool(
         "distcc",
@@ -214,7 +226,8 @@ def prepare(wrapper: Wrapper, make: MakeSettings, build_dir: Path, tree: Path) -
         script = scripts / compiler
         script.write_text(_script(program, compiler, path, tree_link))
         script.chmod(0o755)
-    env = {name: os.environ.get(name, value) for name, value in (*BUILD_IDENTITY.items(), *tool.settings)}
+    env = {name: os.environ.get(name, value) for name, value in BUILD_IDENTITY.items()}
+    env |= {setting.name: setting.value for setting in tool.settings if not setting.user_decided()}
     env["PATH"] = f"{scripts}{os.pathsep}{path}"
     notes = []
     if tool.base_dir_env:

@@ -39,7 +39,7 @@ def only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
-    for name in ("CCACHE_BASEDIR", "CCACHE_DEPEND", "DISTCC_HOSTS", "KBUILD_BUILD_TIMESTAMP"):
+    for name in ("CCACHE_BASEDIR", "CCACHE_DEPEND", "CCACHE_NODEPEND", "DISTCC_HOSTS", "KBUILD_BUILD_TIMESTAMP"):
         monkeypatch.delenv(name, raising=False)
     return bin_dir
 
@@ -100,10 +100,20 @@ def test_what_the_user_exports_wins(only: Path, tmp_path: Path, monkeypatch: pyt
     fake_program(only, "ccache", tmp_path / "log")
     monkeypatch.setenv("CCACHE_BASEDIR", "/srv")
     monkeypatch.setenv("KBUILD_BUILD_TIMESTAMP", "2026-01-01")
-    monkeypatch.setenv("CCACHE_DEPEND", "0")
     wrapping = wrapper.prepare(Wrapper.CCACHE, X86, tmp_path / "build", tmp_path / "tree")
     assert (wrapping.env["CCACHE_BASEDIR"], wrapping.env["KBUILD_BUILD_TIMESTAMP"]) == ("/srv", "2026-01-01")
-    assert wrapping.env["CCACHE_DEPEND"] == "0"
+
+
+@pytest.mark.parametrize("exported", ["CCACHE_DEPEND", "CCACHE_NODEPEND"])
+def test_the_user_s_depend_mode_choice_wins_either_way(
+    exported: str, only: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ccache reads CCACHE_NODEPEND as `depend_mode = false`, but with CCACHE_DEPEND set beside it (ours) ccache 4.7
+    turns depend mode on: the user's choice, whichever variable says it, must keep ours out."""
+    fake_program(only, "ccache", tmp_path / "log")
+    monkeypatch.setenv(exported, "1")
+    wrapping = wrapper.prepare(Wrapper.CCACHE, X86, tmp_path / "build", tmp_path / "tree")
+    assert "CCACHE_DEPEND" not in wrapping.env
 
 
 @pytest.mark.skipif(not shutil.which("ccache") or not shutil.which("gcc"), reason="needs ccache and gcc")
