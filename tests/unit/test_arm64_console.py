@@ -51,3 +51,52 @@ def test_an_oops_the_case_catches_stays_its_diagnostics_and_it_passes() -> None:
 
 def test_an_arm64_oops_is_no_sanitizer_finding() -> None:
     assert find_reports(RECORDED.read_text().splitlines()) == []
+
+
+FAULTS_RECORDED = RECORDED.parent / "faults-6.1.192-arm64.log"
+FAULTS_PANIC_RECORDED = RECORDED.parent / "faults-6.1.192-arm64-panic.log"
+
+
+def test_the_fault_suite_s_crashes_are_crashes_in_arm64_words() -> None:
+    """The fault suite's first boot on an arm64 guest (`--kunit-timeout=10`): a NULL dereference and a BUG() end
+    their cases as crashed, with arm64's report, and the cases after each still run."""
+    events = list(ktap.parse(FAULTS_RECORDED.read_text().splitlines()))
+    results = [event for event in events if isinstance(event, CaseResult)]
+    assert [(result.case, result.status) for result in results] == [
+        ("faults_pass_first", Status.PASSED),
+        ("faults_fail", Status.FAILED),
+        ("faults_pass_after_fail", Status.PASSED),
+        ("faults_null_dereference", Status.CRASHED),
+        ("faults_pass_after_null_dereference", Status.PASSED),
+        ("faults_bug", Status.CRASHED),
+        ("faults_pass_after_bug", Status.PASSED),
+    ]
+    null, bug = results[3], results[5]
+    report = faults.fault_lines(null.diagnostics)
+    assert report[0] == "Unable to handle kernel NULL pointer dereference at virtual address 0000000000000000"
+    assert "pc : faults_null_dereference+0x24/0x8c" in report
+    assert (
+        null.diagnostics[-1] == "# faults_null_dereference: internal error occurred preventing test case from "
+        "running: -4"
+    )
+    assert faults.fault_lines(bug.diagnostics)[:2] == [
+        "kernel BUG at pytest-kunit/faults/faults-test.c:40!",
+        "Internal error: Oops - BUG: 00000000f2000800 [#2] SMP",
+    ]
+    # The BUG() left interrupts off in a dead thread: the guest warned from its idle loop and went silent before
+    # the hanging case started; what it printed is the unfinished suite's log, for the runner to reboot past.
+    unfinished = events[-1]
+    assert isinstance(unfinished, ktap.Unfinished) and unfinished.suite == "faults"
+    assert unfinished.log[1].startswith("WARNING: CPU: 0 PID: 0 at kernel/context_tracking.c:128")
+
+
+def test_a_panic_ends_the_arm64_console_with_the_case_unfinished() -> None:
+    events = list(ktap.parse(FAULTS_PANIC_RECORDED.read_text().splitlines()))
+    assert [(e.case, e.status) for e in events if isinstance(e, CaseResult)] == [
+        ("faults_pass_after_hang", Status.PASSED)
+    ]
+    unfinished = events[-1]
+    assert isinstance(unfinished, ktap.Unfinished)
+    panic = [line for line in unfinished.log if faults.is_panic(line)]
+    assert panic == ["Kernel panic - not syncing: pytest-kunit fault suite: deliberate panic"]
+    assert find_reports(FAULTS_PANIC_RECORDED.read_text().splitlines()) == []
