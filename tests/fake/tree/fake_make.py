@@ -1,7 +1,10 @@
 """Fake `make` targets: the configuration targets (olddefconfig adds defaults and drops what Kconfig cannot satisfy)
 and vmlinux (the guest spec, wrapped in a minimal ELF file) or arm64's Image (the same file, where arm64 leaves it);
 for ARCH=um, linux: vmlinux, and beside it a program that runs it as a User Mode Linux kernel would run
-(tests/fake/qemu --uml). Each target is logged to <O>/make-runs."""
+(tests/fake/qemu --uml). Each target is logged to <O>/make-runs; each walk of the tree (the Makefile's target `.`)
+to <O>/walks. With "objects": true the walk also compiles the tree's C sources of vmlinux (COMPILED) as Kbuild does,
+when they are newer than their objects, and a source's lines `// fake-outcome: CASE OUTCOME` reach the guest through
+its object: so an image shows whether its link read a recompiled object. `make DIR/NAME.o` compiles one alone."""
 
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ from typing import Any
 TREE = Path(__file__).resolve().parent
 # make target -> the file holding the guest spec (UML's `linux` is a program beside it: see main)
 IMAGES = {"vmlinux": "vmlinux", "Image": "arch/arm64/boot/Image", "linux": "vmlinux"}
+COMPILED = ("lib/kunit/kunit-example-test.c",)  # sources of vmlinux compiled into objects of their own
+_OUTCOME = re.compile(r"^// fake-outcome: (\w+) (\w+)$", re.MULTILINE)
 
 
 def kconfig_lines(path: Path) -> Iterator[str]:
@@ -123,10 +128,56 @@ def link_objects(spec: dict[str, Any], out: Path) -> None:
         source.write_text(suite_source(suite))
         members.append(objects / f"{suite['name']}-test.o")
         subprocess.run(["gcc", "-O2", "-c", "-o", str(members[-1]), str(source)], check=True)
+    members += [out / object_of(source) for source in COMPILED if (out / object_of(source)).exists()]
     members.append(objects / "core.o")
     subprocess.run(["gcc", "-O2", "-c", "-o", str(members[-1]), str(TREE / "lib/kunit/core.c")], check=True)
     (out / "vmlinux.a").unlink(missing_ok=True)
     subprocess.run(["ar", "cDPrST", "vmlinux.a", *(str(m.relative_to(out)) for m in members)], cwd=out, check=True)
+
+
+def object_of(source: str) -> str:
+    return source[: -len(".c")] + ".o"
+
+
+def compile_source(source: str, out: Path) -> None:
+    """SOURCE.c into SOURCE.o (a real object holding the source's fake outcomes) and Kbuild's record of its command
+    and dependencies beside it, .SOURCE.o.cmd."""
+    obj = out / object_of(source)
+    obj.parent.mkdir(parents=True, exist_ok=True)
+    print(f"  CC      {obj.relative_to(out)}", flush=True)
+    outcomes = ";".join(f"{case}={outcome}" for case, outcome in _OUTCOME.findall((TREE / source).read_text()))
+    generated = obj.with_suffix(".fake.c")
+    generated.write_text(f'__attribute__((used)) static const char outcomes[] = "FAKE-OUTCOMES:{outcomes};";\n')
+    subprocess.run(["gcc", "-c", "-o", str(obj), str(generated)], check=True)
+    generated.unlink()
+    name, path = obj.relative_to(out), TREE / source
+    record = f"savedcmd_{name} := gcc -c -o {name} {path}\n\nsource_{name} := {path}\n\ndeps_{name} := \\\n  {path}\n"
+    (obj.parent / f".{obj.name}.cmd").write_text(record)
+
+
+def compiled_outcomes(out: Path) -> dict[str, str]:
+    """The fake outcomes the compiled sources' objects hold."""
+    outcomes: dict[str, str] = {}
+    for source in COMPILED:
+        obj = out / object_of(source)
+        if obj.exists():
+            found = re.search(rb"FAKE-OUTCOMES:([^\0]*);", obj.read_bytes())
+            for pair in found.group(1).decode().split(";") if found and found.group(1) else []:
+                case, outcome = pair.split("=")
+                outcomes[case] = outcome
+    return outcomes
+
+
+def walk(out: Path) -> None:
+    """Kbuild's walk of the tree: every object older than its source compiled again."""
+    with (out / "walks").open("a") as walks:
+        walks.write("walk\n")
+    if not json.loads((TREE / "guest.json").read_text()).get("objects"):
+        return
+    for source in COMPILED:
+        obj = out / object_of(source)
+        if not obj.exists() or obj.stat().st_mtime_ns < (TREE / source).stat().st_mtime_ns:
+            compile_source(source, out)
 
 
 def gcov_program(out: Path) -> str:
@@ -142,10 +193,25 @@ def gcov_program(out: Path) -> str:
 def main(target: str, build_dir: str) -> int:
     out = Path(build_dir)
     out.mkdir(parents=True, exist_ok=True)
-    with (out / "make-runs").open("a") as runs:
-        runs.write(f"{target}\n")
+    if target == "walk":
+        walk(out)
+        return 0
+    runs = out / "make-runs"
+    previous = runs.stat().st_mtime_ns if runs.exists() else None
+    with runs.open("a") as stream:
+        stream.write(f"{target}\n")
+    if previous is not None:  # a record for the tests, not a file Kbuild writes: its time tells nothing
+        os.utime(runs, ns=(previous, previous))
     dotconfig = out / ".config"
-    if target in ("olddefconfig", "syncconfig"):
+    if target.endswith(".o"):
+        if target[: -len(".o")] + ".c" not in COMPILED:  # what Kbuild says of an object it has no rule for
+            print(f"make[1]: *** No rule to make target '{target}'.  Stop.")
+            return 2
+        if os.environ.get("FAKE_PREPARE_WRITES"):  # as Kbuild's prepare step does when, say, the release changed
+            (out / os.environ["FAKE_PREPARE_WRITES"]).parent.mkdir(parents=True, exist_ok=True)
+            (out / os.environ["FAKE_PREPARE_WRITES"]).write_text("written\n")
+        compile_source(target[: -len(".o")] + ".c", out)
+    elif target in ("olddefconfig", "syncconfig"):
         olddefconfig(dotconfig)
         if target == "syncconfig":  # what Kbuild's syncconfig leaves: auto.conf, and the Kconfig files it read
             (out / "include/config").mkdir(parents=True, exist_ok=True)
@@ -175,12 +241,16 @@ def main(target: str, build_dir: str) -> int:
         if spec.get("objects"):
             link_objects(spec, out)
             spec["core"] = zlib.crc32((TREE / "lib/kunit/core.c").read_bytes())  # KUnit's code is in the image too
+            outcomes = compiled_outcomes(out)
+            for case in (case for suite in spec["suites"] for case in suite["cases"] if case["name"] in outcomes):
+                case["outcome"] = outcomes[case["name"]]
         if "CONFIG_GCOV_KERNEL=y" in dotconfig.read_text():
             spec["gcov"] = gcov_program(out)
         spec["kmemleak"] = "CONFIG_DEBUG_KMEMLEAK=y" in dotconfig.read_text()
         image.write_bytes(elf_image(json.dumps(spec).encode()))
         (out / "lib/kunit").mkdir(parents=True, exist_ok=True)
-        (out / "lib/kunit/.kunit-example-test.o.cmd").write_text("cmd\n")
+        if not (out / "lib/kunit/.kunit-example-test.o.cmd").exists():  # where a compile left none
+            (out / "lib/kunit/.kunit-example-test.o.cmd").write_text("cmd\n")
         if target == "linux":
             uml = out / "linux"
             uml.write_text(f'#!/bin/sh\nexec python3 "{TREE.parent / "qemu"}" --uml "$0" "$@"\n')
