@@ -16,6 +16,10 @@ class MakeSettings:
     cross_compile: str = ""  # CROSS_COMPILE= prefix, also of the binutils that decode crash reports; "" if native
     compiler_package: str = ""  # the Debian package of a cross compiler, named when it is missing
     elf: bool = False  # the image is an ELF file (vmlinux), checked as one before it is booted
+    # After an edit to sources of vmlinux alone, compile those and link the image again without Kbuild's tree walk
+    # (linkonly.py): only where the image is vmlinux's own link (arm64's Image needs an objcopy after it, UML's
+    # linux a link of its own).
+    link_only: bool = False
 
     @property
     def compiler(self) -> str:
@@ -62,7 +66,9 @@ ARCHES: dict[str, Arch] = {
         name="x86_64",
         # QEMU boots the ELF vmlinux straight through its PVH entry note: no bzImage, so no real-mode setup code, no
         # compressed copy and no decompression at boot (about 5% of a cold build).
-        make=MakeSettings(arch="x86_64", source_arch="x86", target="vmlinux", image="vmlinux", elf=True),
+        make=MakeSettings(
+            arch="x86_64", source_arch="x86", target="vmlinux", image="vmlinux", elf=True, link_only=True
+        ),
         kconfig=(
             "CONFIG_64BIT=y",
             "CONFIG_SERIAL_8250=y",

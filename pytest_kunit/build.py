@@ -13,36 +13,25 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
+from . import linkonly
 from .arch import Arch
 from .cache import CacheWarning, write_atomically
 from .errors import BuildError
 from .image import ImageCheck, ImageRecord, check_image
 from .kconfig import Fragment, check_fragment, parse_fragment
 from .locking import cache_lock
+from .makerun import Make, ProgressCallback, full_make
 from .options import Wrapper
 from .processes import group
-from .progress import estimate
 from .tree import PreparedTree, changed_since
-from .wrapper import CompilerWrapping, ccache_counts, hit_note, prepare
+from .wrapper import ccache_counts, hit_note, prepare
 
 STAMP = ".pytest-kunit-stamp"
 SOURCES = ".pytest-kunit-sources"  # when the last build started reading the tree (ns), and what had changed just before
 RECENT = 1000  # changes in the second before a build started that it records (more: the next run builds again)
 LAG_NS = 1_000_000_000  # how far file times may lag this clock: a build vouches for changes after its start less this
-STEPS = ".pytest-kunit-steps"
 BUILD_TOOLS = ("make", "gcc", "flex", "bison", "bc")
-_STEP = re.compile(r"^\s+([A-Z][A-Z0-9_]*)\s+(\S+)")
-_ERROR = re.compile(r"(error:|Error \d|undefined reference|\*\*\*|fatal:)")
-
-
-class ProgressCallback(Protocol):
-    """What a build tells a person: work advancing (throttled) and each phase starting (always)."""
-
-    def __call__(self, message: str) -> None: ...
-
-    def phase(self, message: str, terminal: bool = True) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -65,7 +54,7 @@ class BuildResult:
     ran_make: bool
     seconds: float
     log: Path
-    note: str = ""  # what the compiler wrapper did (ccache's hits), for the "built" line
+    note: str = ""  # how it was built (link-only) and what the compiler wrapper did (ccache's hits): the "built" line
 
 
 def full_fragment(request: BuildRequest) -> Fragment:
@@ -75,17 +64,6 @@ def full_fragment(request: BuildRequest) -> Fragment:
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
-
-
-def _make(request: BuildRequest, build_dir: Path, *targets: str) -> list[str]:
-    return ["make", "-C", str(request.tree.path), f"O={build_dir}", *_make_vars(request.arch), *targets]
-
-
-def _make_vars(arch: Arch) -> list[str]:
-    variables = [f"ARCH={arch.make.arch}"]
-    if arch.make.cross_compile:
-        variables.append(f"CROSS_COMPILE={arch.make.cross_compile}")
-    return variables
 
 
 def _check_tools(arch: Arch) -> None:
@@ -104,18 +82,15 @@ def _check_tools(arch: Arch) -> None:
         )
 
 
-def _configure(
-    request: BuildRequest, build_dir: Path, fragment: Fragment, log: Path, wrapping: CompilerWrapping
-) -> None:
+def _configure(request: BuildRequest, make: Make, fragment: Fragment) -> None:
     """kunit.py's configuration: the fragment (with the architecture's needs) as `.config`, completed by Kconfig's
     defaults. `syncconfig` does what kunit.py's `olddefconfig` does and also writes the include/config files that
     `make` would otherwise regenerate in a second Kconfig pass."""
-    dotconfig = build_dir / ".config"
+    dotconfig, log = make.build_dir / ".config", make.log
     previous = dotconfig.read_text() if dotconfig.exists() else None
     previous_mtime = dotconfig.stat().st_mtime_ns if dotconfig.exists() else None
     dotconfig.write_text(fragment.text())
-    command = _make(request, build_dir, f"-j{request.jobs}", "syncconfig")
-    env = os.environ | wrapping.env
+    command, env = make.command(f"-j{make.jobs}", "syncconfig"), dict(make.env)
     with log.open("a") as stream, group(command, stdout=stream, stderr=subprocess.STDOUT, env=env) as process:
         returncode = process.wait()
     if returncode != 0:
@@ -149,56 +124,6 @@ def _configured(tree: Path, build_dir: Path) -> bool:
         return False
 
 
-def _expected_steps(build_dir: Path, image: Path) -> tuple[int, str]:
-    """How many steps make will likely print: unknown (0) for an incremental build (what an edit makes rebuild);
-    else this configuration's last build, else the median of the cache's other builds (a new configuration)."""
-    if image.exists():
-        return 0, ""
-    own = build_dir / STEPS
-    if own.exists():
-        return int(own.read_text()), "as its last build"
-    others = sorted(int(path.read_text()) for path in build_dir.parent.glob(f"*/{STEPS}") if path.read_text().isdigit())
-    if others:
-        return others[len(others) // 2], "as a build of another configuration"
-    return 0, ""
-
-
-def _run_make(
-    request: BuildRequest, build_dir: Path, log: Path, progress: ProgressCallback, wrapping: CompilerWrapping
-) -> None:
-    image = build_dir / request.arch.make.image
-    expected, like = _expected_steps(build_dir, image)
-    command = _make(request, build_dir, f"-j{request.jobs}", request.arch.make.target)
-    about = f"about {expected} steps {like}" if expected else "incremental" if image.exists() else "step count unknown"
-    progress.phase(f"building kernel: make -j{request.jobs} {request.arch.make.target} ({about}); log: {log}")
-    steps = 0
-    started = time.monotonic()
-    output = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True, "errors": "replace"}
-    output["env"] = os.environ | wrapping.env
-    with log.open("a") as stream, group(command, **output) as process:
-        assert process.stdout is not None
-        for line in process.stdout:
-            stream.write(line)
-            step = _STEP.match(line)
-            if step:
-                steps += 1
-                so_far = estimate(steps, expected, time.monotonic() - started)
-                progress(f"building kernel: {so_far}: {step.group(1)} {step.group(2)}")
-        returncode = process.wait()
-    if returncode != 0:
-        lines = log.read_text(errors="replace").splitlines()
-        errors = [line for line in lines if _ERROR.search(line)][-20:]
-        raise BuildError(
-            f"The kernel build failed (make exited {returncode}).",
-            f"fix the errors below; the whole log is {log}.",
-            detail="\n".join(errors or lines[-20:]),
-        )
-    steps_file = build_dir / STEPS
-    recorded = int(steps_file.read_text()) if steps_file.exists() and steps_file.read_text().isdigit() else 0
-    if steps > recorded:
-        steps_file.write_text(str(steps))  # the largest count: what a cold build takes
-
-
 def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
     """Build once per (tree, config) however many processes ask; skip make entirely when nothing changed since."""
     fragment = full_fragment(request)
@@ -230,16 +155,28 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
             log.write_text(
                 f"# pytest-kunit build of {request.tree.path} into {build_dir}\n# compiler: {wrapping.describe}\n"
             )
-            if _configured(request.tree.path, build_dir):
+            make = Make(request.tree.path, build_dir, request.arch, request.jobs, log, os.environ | wrapping.env)
+            configured = _configured(request.tree.path, build_dir)
+            if configured:
                 check_fragment(
                     fragment, (build_dir / ".config").read_text(), request.tree.path, request.arch.make.source_arch
                 )
             else:
                 progress.phase(f"configuring kernel in {build_dir}")
-                _configure(request, build_dir, fragment, log, wrapping)
+                _configure(request, make, fragment)
             before = ccache_counts(wrapping)
-            _run_make(request, build_dir, log, progress, wrapping)
-            note = hit_note(before, ccache_counts(wrapping))
+            edits = look.edits if look is not None else None
+            route = (
+                linkonly.plan(request.tree.path, build_dir, edits, request.arch.make.link_only)
+                if configured
+                else linkonly.Plan((), "the configuration was completed again")  # what compiles, and how, may differ
+            )
+            why = linkonly.build(make, route, progress) if route.objects else route.reason
+            if why:
+                full_make(make, progress, f"not link-only: {why}" if image.exists() else "")
+            else:
+                note = f"link-only: {len(route.objects)} object{'s' if len(route.objects) > 1 else ''} recompiled"
+            note = "; ".join(part for part in (note, hit_note(before, ccache_counts(wrapping))) if part)
             if not image.exists():
                 raise BuildError(f"make succeeded but {image} is missing.", f"read the build log {log}.")
             checked = check_image(image, request.arch.make.elf, None, previous=record)
@@ -261,6 +198,7 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
 class _TreeLook:
     unchanged: bool  # the tree is as it was when the recorded build started
     sources: str  # SOURCES for a build starting now
+    edits: tuple[str, ...] | None = None  # what changed since the recorded build started (None: no build to compare)
 
 
 def _look(tree: PreparedTree, stamp: Path, sources: Path | None) -> _TreeLook:
@@ -274,11 +212,14 @@ def _look(tree: PreparedTree, stamp: Path, sources: Path | None) -> _TreeLook:
     changed = changed_since(tree.path, since if before is None else min(since, before[0]))
     recent = {path: mtime for path, mtime in (changed or {}).items() if mtime > since}
     record = json.dumps({"since": since, "recent": recent if len(recent) <= RECENT else {}})
-    if before is None or changed is None:
+    if sources is None or before is None or changed is None:
         return _TreeLook(False, record)
     # A recorded start later than this one's is a clock that went back: then nothing vouches for the tree.
-    unchanged = before[0] <= since and all(before[1].get(path) == mtime for path, mtime in changed.items())
-    return _TreeLook(unchanged, record)
+    if before[0] > since:
+        return _TreeLook(False, record)
+    edits = tuple(sorted(path for path, mtime in changed.items() if before[1].get(path) != mtime))
+    # A build recorded by its end (no start) may have missed edits made while it ran: only a walk can say.
+    return _TreeLook(not edits, record, edits if sources.exists() else None)
 
 
 def _recorded(tree: PreparedTree, stamp: Path, sources: Path) -> tuple[int, dict[str, int]] | None:

@@ -1,0 +1,158 @@
+"""The edit-build-test loop's shortest build: when all that changed in the tree since the last build are C or
+assembler sources of objects linked straight into vmlinux, compile those objects alone and link vmlinux again,
+without Kbuild's walk of the whole tree (5 s on 6.1 even when nothing changed).
+
+What makes it sound: with no Makefile, Kconfig file, header or configuration changed, the walk would compile exactly
+the objects whose sources changed, and those a `.cmd` file of Kbuild's lists as reading them; both are checked here.
+On 6.1 and later every archive vmlinux is linked from is thin (it names its members' files), so a recompiled object
+needs no archive written again, only the link. Whatever cannot be vouched for falls back to the full make, as does
+a compile that wrote anything besides the objects asked for (a `prepare` step that found something to do)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import BuildError
+from .makerun import Make, ProgressCallback
+from .suitetable import Opaque, thin_members
+from .tree import changed_since
+
+SOURCE_SUFFIXES = (".c", ".S")
+# What a single-object make rewrites every time besides the objects: the build directory's Makefile and its `source`
+# link (Kbuild's outputmakefile step).
+REWRITTEN = ("Makefile", "source")
+
+
+@dataclass(frozen=True)
+class Plan:
+    objects: tuple[str, ...]  # relative to the build directory; none: the full make
+    reason: str = ""  # why the full make, said on the progress line and in the log
+
+
+def plan(tree: Path, build_dir: Path, edits: Sequence[str] | None, linkable: bool) -> Plan:
+    """Whether the edits since the last build (absolute paths; None: unknown) can be built link-only, and how."""
+    if not linkable:
+        return Plan((), "no link-only build for this architecture")
+    if not edits:
+        return Plan((), "what changed since the last build is not known")
+    try:
+        linked = {os.path.normpath(member) for member in thin_members(build_dir / "vmlinux.a")}
+        archived = _library_members(build_dir)
+    except (Opaque, OSError, ValueError):
+        return Plan((), "no thin vmlinux.a to link from (kernels before 6.1)")
+    objects: list[str] = []
+    for edit in edits:
+        source = os.path.relpath(edit, tree)
+        why = _unlinkable(build_dir, edit, source, linked, archived)
+        if why:
+            return Plan((), why)
+        objects.append(os.path.splitext(source)[0] + ".o")
+    readers = _readers(build_dir, edits)
+    for edit, obj in zip(edits, objects, strict=True):
+        others = sorted(readers.get(edit, set()) - {_cmd_file(obj)})
+        if others:
+            return Plan((), f"{os.path.relpath(edit, tree)} is also read for {others[0]}")
+    return Plan(tuple(sorted(objects)))
+
+
+def _unlinkable(build_dir: Path, edit: str, source: str, linked: set[str], archived: set[str]) -> str:
+    """Why this edited file cannot be built link-only; "" if it can."""
+    try:
+        mode = os.lstat(edit).st_mode
+    except OSError:
+        return f"{source} was removed"
+    if stat.S_ISDIR(mode):
+        return f"files were added, removed or renamed in {source}/"
+    if not stat.S_ISREG(mode) or not source.endswith(SOURCE_SUFFIXES):
+        return f"{source} is not a C or assembler source"
+    obj = os.path.splitext(source)[0] + ".o"
+    if obj not in linked or obj in archived:
+        return f"{source} is not compiled straight into vmlinux"
+    if not (build_dir / obj).is_file() or not (build_dir / _cmd_file(obj)).is_file():
+        return f"{obj} or Kbuild's record of its command is missing"
+    return ""
+
+
+def _cmd_file(obj: str) -> str:
+    directory, name = os.path.split(obj)
+    return os.path.join(directory, f".{name}.cmd")
+
+
+def _library_members(build_dir: Path) -> set[str]:
+    """Objects of the lib.a archives, linked only for the symbols they define (their index would need writing)."""
+    members: set[str] = set()
+    for archive in [build_dir / "lib/lib.a", *build_dir.glob("arch/*/lib/lib.a")]:
+        if archive.exists():
+            directory = archive.parent.relative_to(build_dir)
+            members.update(os.path.normpath(directory / member) for member in thin_members(archive))
+    return members
+
+
+def _readers(build_dir: Path, sources: Iterable[str]) -> dict[str, set[str]]:
+    """For each source (absolute path), the `.cmd` files (relative to the build directory) naming it as a
+    dependency: what Kbuild would compile again when it changes (a .c file may #include another)."""
+    by_name: dict[bytes, list[str]] = {}
+    for source in sources:
+        by_name.setdefault(os.fsencode(os.path.basename(source)), []).append(os.path.realpath(source))
+    found: dict[str, set[str]] = {}
+    for directory, _, files in os.walk(build_dir):
+        for name in files:
+            if not (name.startswith(".") and name.endswith(".cmd")):
+                continue
+            path = os.path.join(directory, name)
+            try:
+                with open(path, "rb") as stream:
+                    text = stream.read()
+            except OSError:
+                continue
+            for base, wanted in by_name.items():
+                if base not in text:
+                    continue
+                for token in text.replace(b"\\", b" ").replace(b":=", b" ").split():
+                    if token == base or token.endswith(b"/" + base):
+                        named = os.path.realpath(os.path.join(build_dir, os.fsdecode(token)))
+                        if named in wanted:
+                            found.setdefault(named, set()).add(os.path.relpath(path, build_dir))
+    # Report under the names the caller gave.
+    return {source: found.get(os.path.realpath(source), set()) for source in sources}
+
+
+def build(make: Make, chosen: Plan, progress: ProgressCallback) -> str:
+    """Compile the plan's objects and link vmlinux again; "" when done, else why the full make must follow (its
+    walk then rebuilds whatever this left undone). A compile error is the user's and raised as BuildError."""
+    objects = chosen.objects
+    progress.phase(
+        f"building kernel: link-only: make {' '.join(objects)}, then the vmlinux link (no tree walk); log: {make.log}"
+    )
+    marker = make.build_dir / ".pytest-kunit-link-only"
+    marker.write_text("")
+    since = marker.stat().st_mtime_ns - 1  # this clock's tick: whatever the compile writes is at least as new
+    make.run(make.command(f"-j{make.jobs}", *objects), progress)
+    expected = {*objects, *(_cmd_file(obj) for obj in objects), *REWRITTEN, marker.name, make.log.name}
+    written = changed_since(make.build_dir, since)
+    if written is None:
+        return "what the compile wrote could not be read"
+    stray = sorted(
+        relative
+        for path in written
+        if (relative := os.path.relpath(path, make.build_dir)) not in expected and not os.path.isdir(path)
+    )
+    if stray:
+        return f"the compile also wrote {stray[0]}"
+    # vmlinux.a names the recompiled files, so it is as it was: vmlinux.o, linked from it, must be made again.
+    (make.build_dir / "vmlinux.o").unlink(missing_ok=True)
+    started = time.monotonic()
+    try:
+        # `-o .`: the build directory's descent (the tree walk) counts as done; only the link runs.
+        make.run(make.in_build_dir(f"-j{make.jobs}", "-o", ".", make.arch.make.target), progress)
+    except BuildError as error:
+        return f"the link-only make failed ({error.args[0] if error.args else error})"
+    with make.log.open("a") as stream:
+        linked = f"linked {make.arch.make.target} in {time.monotonic() - started:.1f} s"
+        stream.write(f"# link-only: compiled {', '.join(objects)}, {linked}\n")
+    return ""
