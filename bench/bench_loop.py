@@ -12,6 +12,8 @@ Edits (--edit): comment (append a comment line) or statement (rewrite a statemen
 time the other of two forms). Both tools build before the first pair (untimed), so every timed run rebuilds exactly
 the edit; a pytest-kunit run that did not rebuild invalidates the figure. Each run's phases are timed from the lines
 both tools print as they go (pytest-kunit's "kunit: ..." progress lines, kunit.py's "[hh:mm:ss] ..." lines).
+Beside each run's wall time, its CPU time (user + system of the tool and everything it started): the machine is
+shared, and CPU seconds vary less with the others' load than wall seconds do.
 The original source is put back at the end and both trees rebuilt (untimed), so the builds match the tree again.
 Run it under the build lock: flock /tmp/kbuild.lock bench/bench_loop.py ...
 Usage: bench/bench_loop.py --tree packaged|DIR --kunit-build DIR [--cache DIR] [--pairs N] [--edit comment,statement]
@@ -24,6 +26,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -46,6 +49,8 @@ class Run:
     edit: str
     seconds: float
     load: float  # the 1-minute load average when the run started
+    cpu: float = 0.0  # user + system seconds of the tool and all it started (reaped children)
+    link_only: bool = False  # pytest-kunit built it link-only (compiled the edited object, linked, no tree walk)
     phases: list[tuple[float, str]] = field(default_factory=list)  # (seconds since start, the line that began it)
 
 
@@ -94,6 +99,7 @@ def setup(tree_arg: str, cache: Path, kunit_build: Path) -> Setup:
 def timed(tool: str, edit: str, command: list[str], cwd: Path) -> tuple[Run, str]:
     """Run `command`, stamping the lines that begin phases as they arrive; any failure invalidates the bench."""
     run = Run(tool, edit, 0.0, os.getloadavg()[0])
+    before = _children_cpu()
     started = time.monotonic()
     lines: list[str] = []
     with subprocess.Popen(
@@ -105,10 +111,16 @@ def timed(tool: str, edit: str, command: list[str], cwd: Path) -> tuple[Run, str
             if line.startswith("kunit: ") or re.match(r"\[\d\d:\d\d:\d\d\] \S", line):
                 run.phases.append((round(time.monotonic() - started, 2), line.strip()[:100]))
     run.seconds = time.monotonic() - started
+    run.cpu = _children_cpu() - before  # the bench runs one tool at a time, so this is that run's alone
     output = "".join(lines)
     if process.returncode != 0:
         raise SystemExit(f"{tool} failed ({process.returncode}): {' '.join(command)}\n{output[-3000:]}")
     return run, output
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def edited(original: str, kind: str, number: int) -> str:
@@ -148,8 +160,12 @@ def main() -> int:
                     run, output = timed(tool, kind, command, cwd)
                     if tool == "pytest-kunit" and "kernel builds: 1 " not in output:
                         raise SystemExit(f"pytest-kunit did not rebuild after the edit:\n{output[-3000:]}")
+                    run.link_only = "; link-only: " in output
                     runs.append(run)
-                    print(f"{kind:9} {tool:12} {run.seconds:6.1f} s  (load {run.load:.1f})", flush=True)
+                    print(
+                        f"{kind:9} {tool:12} {run.seconds:6.1f} s  {run.cpu:6.1f} CPU-s  (load {run.load:.1f})",
+                        flush=True,
+                    )
                     for at, line in run.phases:
                         print(f"           {at:6.2f}  {line}")
     finally:
@@ -160,8 +176,14 @@ def main() -> int:
     for kind in args.edit.split(","):
         ours = statistics.median(r.seconds for r in runs if r.edit == kind and r.tool == "pytest-kunit")
         theirs = statistics.median(r.seconds for r in runs if r.edit == kind and r.tool == "kunit.py")
+        ours_cpu = statistics.median(r.cpu for r in runs if r.edit == kind and r.tool == "pytest-kunit")
+        theirs_cpu = statistics.median(r.cpu for r in runs if r.edit == kind and r.tool == "kunit.py")
         summary[kind] = {"pytest-kunit": ours, "kunit.py": theirs, "ratio": ours / theirs}
+        summary[kind] |= {"pytest-kunit CPU": ours_cpu, "kunit.py CPU": theirs_cpu, "CPU ratio": ours_cpu / theirs_cpu}
         print(f"{kind:9} medians: pytest-kunit {ours:.1f} s, kunit.py {theirs:.1f} s, ratio {ours / theirs:.2f}")
+        print(
+            f"{'':9} CPU: pytest-kunit {ours_cpu:.1f} s, kunit.py {theirs_cpu:.1f} s, ratio {ours_cpu / theirs_cpu:.2f}"
+        )
     if args.json:
         args.json.write_text(json.dumps({"runs": [asdict(r) for r in runs], "medians": summary}, indent=1))
     return 0
