@@ -152,3 +152,32 @@ def test_the_build_log_names_the_link_only_steps(project: pytest.Pytester, built
     text = log.read_text()
     assert f" {EXAMPLE[:-2]}.o\n" in text and " -o . vmlinux\n" in text
     assert f"# link-only: compiled {EXAMPLE[:-2]}.o, linked vmlinux in " in text
+
+
+def test_pytests_own_cache_in_the_tree_is_no_edit(pytester: pytest.Pytester, built: FakeKernel) -> None:
+    """`cd ~/linux && pytest --kunit lib/kunit/` with pytest's cache on: every run writes .pytest_cache into the
+    tree, which no build reads. Once it exists (its creation changes the tree's top directory), a run with no edit
+    builds nothing, and an edit is built link-only."""
+    (built.tree / "lib/kunit/.kunitconfig").write_text(KUNITCONFIG)
+    options = [
+        "cacheprovider" if option == "no:cacheprovider" else option
+        for option in built.options("-k", "example_simple_test", "lib/kunit/")
+        if not option.startswith("--kunit-kernel-src")
+    ]
+
+    def in_tree() -> pytest.RunResult:
+        time.sleep(1.1)  # the runner allows file times a second's lag behind the build's start
+        with pytest.MonkeyPatch.context() as patch:
+            patch.chdir(built.tree)
+            return pytester.runpytest_subprocess(*options)
+
+    in_tree()
+    in_tree().assert_outcomes(passed=1)
+    assert (built.tree / ".pytest_cache").is_dir()
+    unchanged = in_tree()
+    unchanged.assert_outcomes(passed=1)
+    unchanged.stdout.fnmatch_lines(["*kernel builds: 0 *"])
+    fail_example(built)
+    edited = in_tree()
+    edited.assert_outcomes(failed=1)
+    edited.stdout.fnmatch_lines(["kunit: built .kunitconfig in * (log: *; link-only: 1 object recompiled*"])

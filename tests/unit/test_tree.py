@@ -274,7 +274,7 @@ def test_detect_features_recognises_our_kernel_series(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("with_find", [True, False])
-def test_changed_since_names_each_newer_entry_outside_git(
+def test_changed_since_names_each_newer_entry_outside_git_and_pytest_caches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_find: bool
 ) -> None:
     """find(1) and the Python walk that stands in where find is missing judge a tree alike."""
@@ -283,6 +283,7 @@ def test_changed_since_names_each_newer_entry_outside_git(
     root = tmp_path / "tree"
     (root / "lib/kunit").mkdir(parents=True)
     (root / ".git").mkdir()
+    (root / ".pytest_cache/v/cache").mkdir(parents=True)
     source = root / "lib/kunit/test.c"
     source.write_text("int x;\n")
     past = time.time_ns() - 10_000_000_000
@@ -291,6 +292,7 @@ def test_changed_since_names_each_newer_entry_outside_git(
     since = past + 1_000_000_000
     assert changed_since(root, since) == {}
     (root / ".git/index").write_text("")  # git's own files are not the tree's
+    (root / ".pytest_cache/v/cache/nodeids").write_text("[]")  # what every pytest run from the tree writes
     assert changed_since(root, since) == {}
     with source.open("a") as stream:  # an edit in place moves only the file's time
         stream.write("// edited\n")
