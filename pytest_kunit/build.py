@@ -145,6 +145,9 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
         # of its last build.
         sources = build_dir / SOURCES
         built_by_this_run = same_inputs and recorded[1:2] == [request.session]
+        # Listed before the walk, so that what the walk misses moves a directory's time past the build's start.
+        linkable = request.arch.make.link_only and not built_by_this_run
+        listed = linkonly.listing(request.tree.path, build_dir) if linkable else None
         look = None if built_by_this_run else _look(request.tree, stamp_file, sources if same_inputs else None)
         up_to_date = built_by_this_run or (look is not None and look.unchanged)
         note = ""
@@ -190,6 +193,7 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
             write_atomically(stamp_file, f"{stamp}\n{request.session}\n{checked.record.lines()}")
         if look is not None and not up_to_date:
             write_atomically(sources, look.sources)
+            linkonly.record_listing(build_dir, listed)
         seconds = time.monotonic() - started
         return BuildResult(image, checked.record.digest, build_dir, not up_to_date, seconds, log, note)
 

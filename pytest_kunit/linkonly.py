@@ -10,13 +10,16 @@ a compile that wrote anything besides the objects asked for (a `prepare` step th
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cache import write_atomically
 from .errors import BuildError
 from .makerun import Make, ProgressCallback
 from .suitetable import Opaque, thin_members
@@ -26,6 +29,11 @@ SOURCE_SUFFIXES = (".c", ".S")
 # What a single-object make rewrites every time besides the objects: the build directory's Makefile and its `source`
 # link (Kbuild's outputmakefile step).
 REWRITTEN = ("Makefile", "source")
+# The source directories of vmlinux's objects as the last build found them when it started: an editor that saves by
+# renaming changes its directory, which is then compared with this.
+LISTING = ".pytest-kunit-listing"
+# Editors' swap, backup, lock and test files, which no build reads.
+_EDITOR_FILE = re.compile(r"^\..*\.sw[a-p]$|~$|^#.*#$|^\.#|^4913$")
 
 
 @dataclass(frozen=True)
@@ -45,15 +53,21 @@ def plan(tree: Path, build_dir: Path, edits: Sequence[str] | None, linkable: boo
         archived = _library_members(build_dir)
     except (Opaque, OSError, ValueError):
         return Plan((), "no thin vmlinux.a to link from (kernels before 6.1)")
+    listed = _recorded_listing(build_dir)
+    edits = [edit for edit in edits if not _EDITOR_FILE.search(os.path.basename(edit))]
     objects: list[str] = []
     for edit in edits:
         source = os.path.relpath(edit, tree)
-        why = _unlinkable(build_dir, edit, source, linked, archived)
+        if os.path.isdir(edit) and not os.path.islink(edit):
+            why = _relisted(tree, source, listed, edits)
+        else:
+            why = _unlinkable(build_dir, edit, source, linked, archived)
+            objects.append(os.path.splitext(source)[0] + ".o")
         if why:
             return Plan((), why)
-        objects.append(os.path.splitext(source)[0] + ".o")
-    readers = _readers(build_dir, edits)
-    for edit, obj in zip(edits, objects, strict=True):
+    sources = [edit for edit in edits if not os.path.isdir(edit)]
+    readers = _readers(build_dir, sources)
+    for edit, obj in zip(sources, objects, strict=True):
         others = sorted(readers.get(edit, set()) - {_cmd_file(obj)})
         if others:
             return Plan((), f"{os.path.relpath(edit, tree)} is also read for {others[0]}")
@@ -66,8 +80,6 @@ def _unlinkable(build_dir: Path, edit: str, source: str, linked: set[str], archi
         mode = os.lstat(edit).st_mode
     except OSError:
         return f"{source} was removed"
-    if stat.S_ISDIR(mode):
-        return f"files were added, removed or renamed in {source}/"
     if not stat.S_ISREG(mode) or not source.endswith(SOURCE_SUFFIXES):
         return f"{source} is not a C or assembler source"
     obj = os.path.splitext(source)[0] + ".o"
@@ -76,6 +88,54 @@ def _unlinkable(build_dir: Path, edit: str, source: str, linked: set[str], archi
     if not (build_dir / obj).is_file() or not (build_dir / _cmd_file(obj)).is_file():
         return f"{obj} or Kbuild's record of its command is missing"
     return ""
+
+
+def listing(tree: Path, build_dir: Path) -> dict[str, list[str]] | None:
+    """The entries of each source directory of vmlinux.a's objects (editors' files left out); None without one. Taken
+    before the walk of the tree: whatever changes after it moves its directory's time past the build's start."""
+    try:
+        members = thin_members(build_dir / "vmlinux.a")
+    except (Opaque, OSError, ValueError):
+        return None
+    directories = {os.path.dirname(os.path.normpath(member)) for member in members}
+    entries: dict[str, list[str]] = {}
+    for directory in directories:
+        try:
+            names = os.listdir(tree / directory)
+        except OSError:
+            continue
+        entries[directory] = sorted(name for name in names if not _EDITOR_FILE.search(name))
+    return entries
+
+
+def record_listing(build_dir: Path, entries: dict[str, list[str]] | None) -> None:
+    if entries is None:
+        (build_dir / LISTING).unlink(missing_ok=True)
+    else:
+        write_atomically(build_dir / LISTING, json.dumps(entries))
+
+
+def _recorded_listing(build_dir: Path) -> dict[str, list[str]]:
+    try:
+        recorded = json.loads((build_dir / LISTING).read_text())
+    except (OSError, ValueError):
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
+
+
+def _relisted(tree: Path, directory: str, listed: dict[str, list[str]], edits: Sequence[str]) -> str:
+    """Why a changed directory stops the link-only build; "" if it holds the same entries as when the last build
+    started (an editor saved by renaming), any new one an edit checked on its own."""
+    before = listed.get(directory)
+    if before is None:
+        return f"files were added, removed or renamed in {directory}/"
+    now = {name for name in os.listdir(tree / directory) if not _EDITOR_FILE.search(name)}
+    removed = sorted(set(before) - now)
+    if removed:
+        return f"{os.path.join(directory, removed[0])} was removed or renamed"
+    edited = {os.path.basename(edit) for edit in edits if os.path.dirname(os.path.relpath(edit, tree)) == directory}
+    added = sorted(now - set(before) - edited)  # moved in with an older time: no edit of its own says what it is
+    return f"{os.path.join(directory, added[0])} was added" if added else ""
 
 
 def _cmd_file(obj: str) -> str:

@@ -38,13 +38,17 @@ def fail_example(kernel: FakeKernel) -> None:
 
 @pytest.fixture
 def built(project: pytest.Pytester, fake_kernel: FakeKernel) -> FakeKernel:
-    """The fake tree with objects, a header among its files, built once (a full make)."""
+    """The fake tree with objects, a header among its files, built twice with the full make: the second build, with
+    objects to read, records their source directories' entries, which a directory's change is compared with."""
     spec = fake_kernel.spec()
     spec["objects"] = True
     fake_kernel.write_spec(spec)
     (fake_kernel.tree / "lib/kunit/fake-example.h").write_text("#define FAKE 1\n")
     run(project, fake_kernel).assert_outcomes(passed=1)
-    assert walks(fake_kernel) == 1
+    with (fake_kernel.tree / "Kbuild").open("a") as kbuild:
+        kbuild.write("# an edit\n")
+    run(project, fake_kernel).assert_outcomes(passed=1)
+    assert walks(fake_kernel) == 2
     return fake_kernel
 
 
@@ -62,10 +66,10 @@ def test_an_edit_to_a_source_of_vmlinux_is_compiled_and_linked_alone(
         ]
     )
     assert make_runs(built)[-2:] == [f"{EXAMPLE[:-2]}.o", "vmlinux"]
-    assert walks(built) == 1
+    assert walks(built) == 2
     (built.tree / EXAMPLE).write_text(original)
     run(project, built).assert_outcomes(passed=1)
-    assert walks(built) == 1
+    assert walks(built) == 2
     again = run(project, built)
     again.assert_outcomes(passed=1)
     again.stdout.fnmatch_lines(["*kernel builds: 0 *"])
@@ -84,6 +88,10 @@ def add_file(kernel: FakeKernel) -> None:
     (kernel.tree / "lib/kunit/added.c").write_text("")
 
 
+def remove_file(kernel: FakeKernel) -> None:
+    (kernel.tree / "lib/kunit/fake-example.h").unlink()
+
+
 def edit_unlinked_source(kernel: FakeKernel) -> None:
     executor = kernel.tree / "lib/kunit/executor.c"  # compiled into no object of its own in the fake tree
     executor.write_text(executor.read_text() + "/* an edit */\n")
@@ -94,7 +102,8 @@ def edit_unlinked_source(kernel: FakeKernel) -> None:
     [
         (edit_header, "lib/kunit/fake-example.h is not a C or assembler source"),
         (edit_kconfig, "the configuration was completed again"),
-        (add_file, "files were added, removed or renamed in lib/kunit/"),
+        (add_file, "lib/kunit/added.c is not compiled straight into vmlinux"),
+        (remove_file, "lib/kunit/fake-example.h was removed or renamed"),
         (edit_unlinked_source, "lib/kunit/executor.c is not compiled straight into vmlinux"),
     ],
 )
@@ -108,6 +117,23 @@ def test_any_other_change_beside_the_edit_gets_the_full_make(
     result.stdout.fnmatch_lines([f"kunit: building kernel: make -j* vmlinux (incremental; not link-only: {reason})*"])
     result.stdout.no_fnmatch_line("*link-only: 1 object*")
     assert make_runs(built)[-1] == "vmlinux" and f"{EXAMPLE[:-2]}.o" not in make_runs(built)
+    assert walks(built) == 3
+
+
+def test_an_editor_that_saves_by_renaming_keeps_the_link_only_build(
+    project: pytest.Pytester, built: FakeKernel
+) -> None:
+    """vim and emacs write a new file and rename it over the source, beside a swap or backup file: the directory
+    changes, but holds what it held at the last build."""
+    source = built.tree / EXAMPLE
+    (source.parent / ".kunit-example-test.c.swp").write_text("swap")
+    saved = source.parent / "kunit-example-test.c.new"
+    saved.write_text(source.read_text() + "// fake-outcome: example_simple_test fail\n")
+    (source.parent / "kunit-example-test.c~").write_text(source.read_text())
+    saved.replace(source)
+    result = run(project, built)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["kunit: built kunit.kunitconfig in * (log: *; link-only: 1 object recompiled*"])
     assert walks(built) == 2
 
 
@@ -132,7 +158,7 @@ def test_a_compile_that_writes_more_than_its_objects_gets_the_full_make(
     reason = "the compile also wrote include/generated/utsrelease.h"
     result.stdout.fnmatch_lines([f"kunit: building kernel: make -j* vmlinux (incremental; not link-only: {reason})*"])
     assert make_runs(built)[-2:] == [f"{EXAMPLE[:-2]}.o", "vmlinux"]
-    assert walks(built) == 2
+    assert walks(built) == 3
 
 
 def test_without_objects_to_link_from_the_full_make_runs(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.arch import ARCHES
-from pytest_kunit.linkonly import Plan, plan
+from pytest_kunit.linkonly import Plan, listing, plan, record_listing
 from pytest_kunit.makerun import Make
 
 EXAMPLE = "lib/kunit/kunit-example-test"
@@ -114,6 +114,24 @@ def test_a_source_another_object_includes_gets_the_full_make(tree: Tree) -> None
 def test_a_namesake_elsewhere_is_not_a_reader(tree: Tree) -> None:
     tree.compiled("drivers/bar/kunit-example-test.c")
     assert tree.plan(f"{EXAMPLE}.c") == Plan((f"{EXAMPLE}.o",))
+
+
+def test_a_directory_holding_what_it_held_at_the_last_build_is_an_editors_save(tree: Tree) -> None:
+    """vim and emacs save by writing a new file and renaming it over the old, beside swap and backup files."""
+    thin_archive(tree.build / "vmlinux.a", tree.linked)
+    record_listing(tree.build, listing(tree.src, tree.build))
+    (tree.src / "lib/kunit/.kunit-example-test.c.swp").write_text("")
+    (tree.src / "lib/kunit/kunit-example-test.c~").write_text("")
+    swap = "lib/kunit/.kunit-example-test.c.swp"
+    assert tree.plan("lib/kunit", f"{EXAMPLE}.c", swap) == Plan((f"{EXAMPLE}.o",))
+    (tree.src / "lib/kunit/test.c").rename(tree.src / "lib/kunit/moved.c")  # keeps its time: no edit of its own
+    assert tree.plan("lib/kunit", f"{EXAMPLE}.c") == Plan((), "lib/kunit/test.c was removed or renamed")
+    (tree.src / "lib/kunit/moved.c").rename(tree.src / "lib/kunit/test.c")
+    (tree.build / "elsewhere.c").write_text("")
+    (tree.build / "elsewhere.c").rename(tree.src / "lib/kunit/old.c")
+    assert tree.plan("lib/kunit", f"{EXAMPLE}.c") == Plan((), "lib/kunit/old.c was added")
+    record_listing(tree.build, None)  # a build that had no objects to list: nothing to compare with
+    assert tree.plan("lib/kunit", f"{EXAMPLE}.c") == Plan((), "files were added, removed or renamed in lib/kunit/")
 
 
 def test_without_a_thin_vmlinux_a_or_a_record_of_the_edits_nothing_is_linked_alone(tree: Tree) -> None:
