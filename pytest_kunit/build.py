@@ -11,7 +11,8 @@ import shutil
 import subprocess
 import time
 import warnings
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import linkonly
@@ -148,7 +149,7 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
         # Listed before the walk, so that what the walk misses moves a directory's time past the build's start.
         linkable = request.arch.make.link_only and not built_by_this_run
         listed = linkonly.listing(request.tree.path, build_dir) if linkable else None
-        look = None if built_by_this_run else _look(request.tree, stamp_file, sources if same_inputs else None)
+        look = None if built_by_this_run else _look(request.tree, stamp_file, sources if same_inputs else None, listed)
         up_to_date = built_by_this_run or (look is not None and look.unchanged)
         note = ""
         if not up_to_date:
@@ -170,7 +171,9 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
             before = ccache_counts(wrapping)
             edits = look.edits if look is not None else None
             route = (
-                linkonly.plan(request.tree.path, build_dir, edits, request.arch.make.link_only)
+                linkonly.plan(
+                    request.tree.path, build_dir, edits, request.arch.make.link_only, look.listing if look else {}
+                )
                 if configured
                 else linkonly.Plan((), "the configuration was completed again")  # what compiles, and how, may differ
             )
@@ -193,7 +196,6 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
             write_atomically(stamp_file, f"{stamp}\n{request.session}\n{checked.record.lines()}")
         if look is not None and not up_to_date:
             write_atomically(sources, look.sources)
-            linkonly.record_listing(build_dir, listed)
         seconds = time.monotonic() - started
         return BuildResult(image, checked.record.digest, build_dir, not up_to_date, seconds, log, note)
 
@@ -203,19 +205,23 @@ class _TreeLook:
     unchanged: bool  # the tree is as it was when the recorded build started
     sources: str  # SOURCES for a build starting now
     edits: tuple[str, ...] | None = None  # what changed since the recorded build started (None: no build to compare)
+    listing: Mapping[str, Sequence[str]] = field(default_factory=dict)  # its source directories' entries then
 
 
-def _look(tree: PreparedTree, stamp: Path, sources: Path | None) -> _TreeLook:
+def _look(
+    tree: PreparedTree, stamp: Path, sources: Path | None, listed: Mapping[str, Sequence[str]] | None
+) -> _TreeLook:
     """One walk of the tree: whether it is as it was when the build recorded in `sources` (None: no build to compare
     with) started, and what a build starting now records. File times come from a coarse clock that may lag this one:
     a build vouches for what changed after a second before its start, as it is now (what the runner itself wrote
-    just before: patches, out-of-tree suites), so only later changes rebuild."""
+    just before: patches, out-of-tree suites), so only later changes rebuild. `listed` (linkonly.listing, taken just
+    before) goes into the record too: the next build compares changed directories with it."""
     since = time.time_ns() - LAG_NS
     before = _recorded(tree, stamp, sources) if sources is not None else None
     # Whatever changed after the recorded build's start includes what changed in the last second: one walk sees both.
     changed = changed_since(tree.path, since if before is None else min(since, before[0]))
     recent = {path: mtime for path, mtime in (changed or {}).items() if mtime > since}
-    record = json.dumps({"since": since, "recent": recent if len(recent) <= RECENT else {}})
+    record = json.dumps({"since": since, "recent": recent if len(recent) <= RECENT else {}, "listing": listed or {}})
     if sources is None or before is None or changed is None:
         return _TreeLook(False, record)
     # A recorded start later than this one's is a clock that went back: then nothing vouches for the tree.
@@ -223,22 +229,27 @@ def _look(tree: PreparedTree, stamp: Path, sources: Path | None) -> _TreeLook:
         return _TreeLook(False, record)
     edits = tuple(sorted(path for path, mtime in changed.items() if before[1].get(path) != mtime))
     # A build recorded by its end (no start) may have missed edits made while it ran: only a walk can say.
-    return _TreeLook(not edits, record, edits if sources.exists() else None)
+    return _TreeLook(not edits, record, edits if sources.exists() else None, before[2])
 
 
-def _recorded(tree: PreparedTree, stamp: Path, sources: Path) -> tuple[int, dict[str, int]] | None:
-    """When the recorded build started reading the tree (ns) and what had changed just before (for an extracted
-    tarball built before start times were recorded, when edits there went unbuilt: when that build ended)."""
+def _recorded(
+    tree: PreparedTree, stamp: Path, sources: Path
+) -> tuple[int, dict[str, int], dict[str, list[str]]] | None:
+    """When the recorded build started reading the tree (ns), what had changed just before, and its listing (for an
+    extracted tarball built before start times were recorded, when edits there went unbuilt: when that build
+    ended)."""
     try:
         recorded = json.loads(sources.read_text())
     except (OSError, ValueError):
         if not tree.extracted or not stamp.exists():
             return None
-        return stamp.stat().st_mtime_ns, {}
-    since, recent = (recorded, {}) if isinstance(recorded, int) else (recorded.get("since"), recorded.get("recent"))
-    if not isinstance(since, int) or not isinstance(recent, dict):
+        return stamp.stat().st_mtime_ns, {}, {}
+    if isinstance(recorded, int):
+        return recorded, {}, {}
+    since, recent, listing = recorded.get("since"), recorded.get("recent"), recorded.get("listing", {})
+    if not isinstance(since, int) or not isinstance(recent, dict) or not isinstance(listing, dict):
         return None
-    return since, recent
+    return since, recent, listing
 
 
 def _whole_image(image: Path, elf: bool, recorded: ImageRecord | None) -> ImageCheck | None:

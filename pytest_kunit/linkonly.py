@@ -10,16 +10,14 @@ a compile that wrote anything besides the objects asked for (a `prepare` step th
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cache import write_atomically
 from .errors import BuildError
 from .makerun import Make, ProgressCallback
 from .suitetable import Opaque, thin_members
@@ -29,9 +27,6 @@ SOURCE_SUFFIXES = (".c", ".S")
 # What a single-object make rewrites every time besides the objects: the build directory's Makefile and its `source`
 # link (Kbuild's outputmakefile step).
 REWRITTEN = ("Makefile", "source")
-# The source directories of vmlinux's objects as the last build found them when it started: an editor that saves by
-# renaming changes its directory, which is then compared with this.
-LISTING = ".pytest-kunit-listing"
 # Editors' swap, backup, lock and test files, which no build reads.
 _EDITOR_FILE = re.compile(r"^\..*\.sw[a-p]$|~$|^#.*#$|^\.#|^4913$")
 
@@ -42,8 +37,12 @@ class Plan:
     reason: str = ""  # why the full make, said on the progress line and in the log
 
 
-def plan(tree: Path, build_dir: Path, edits: Sequence[str] | None, linkable: bool) -> Plan:
-    """Whether the edits since the last build (absolute paths; None: unknown) can be built link-only, and how."""
+def plan(
+    tree: Path, build_dir: Path, edits: Sequence[str] | None, linkable: bool, listed: Mapping[str, Sequence[str]]
+) -> Plan:
+    """Whether the edits since the last build (absolute paths; None: unknown) can be built link-only, and how.
+    `listed`: the source directories' entries when that build started (`listing`), which a changed directory must
+    still hold (an editor that saves by renaming changes its directory)."""
     if not linkable:
         return Plan((), "no link-only build for this architecture")
     if not edits:
@@ -53,7 +52,6 @@ def plan(tree: Path, build_dir: Path, edits: Sequence[str] | None, linkable: boo
         archived = _library_members(build_dir)
     except (Opaque, OSError, ValueError):
         return Plan((), "no thin vmlinux.a to link from (kernels before 6.1)")
-    listed = _recorded_listing(build_dir)
     edits = [edit for edit in edits if not _EDITOR_FILE.search(os.path.basename(edit))]
     objects: list[str] = []
     for edit in edits:
@@ -108,22 +106,7 @@ def listing(tree: Path, build_dir: Path) -> dict[str, list[str]] | None:
     return entries
 
 
-def record_listing(build_dir: Path, entries: dict[str, list[str]] | None) -> None:
-    if entries is None:
-        (build_dir / LISTING).unlink(missing_ok=True)
-    else:
-        write_atomically(build_dir / LISTING, json.dumps(entries))
-
-
-def _recorded_listing(build_dir: Path) -> dict[str, list[str]]:
-    try:
-        recorded = json.loads((build_dir / LISTING).read_text())
-    except (OSError, ValueError):
-        return {}
-    return recorded if isinstance(recorded, dict) else {}
-
-
-def _relisted(tree: Path, directory: str, listed: dict[str, list[str]], edits: Sequence[str]) -> str:
+def _relisted(tree: Path, directory: str, listed: Mapping[str, Sequence[str]], edits: Sequence[str]) -> str:
     """Why a changed directory stops the link-only build; "" if it holds the same entries as when the last build
     started (an editor saved by renaming), any new one an edit checked on its own."""
     before = listed.get(directory)

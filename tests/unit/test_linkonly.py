@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.arch import ARCHES
-from pytest_kunit.linkonly import Plan, listing, plan, record_listing
+from pytest_kunit.linkonly import Plan, listing, plan
 from pytest_kunit.makerun import Make
 
 EXAMPLE = "lib/kunit/kunit-example-test"
@@ -39,6 +39,7 @@ class Tree:
         self.src.mkdir()
         self.build.mkdir()
         self.linked: list[str] = []
+        self.listed: dict[str, list[str]] = {}  # the source directories' entries the last build recorded
 
     def compiled(self, source: str, *reads: str, linked: bool = True) -> str:
         (self.src / source).parent.mkdir(parents=True, exist_ok=True)
@@ -56,7 +57,7 @@ class Tree:
 
     def plan(self, *edits: str, linkable: bool = True) -> Plan:
         thin_archive(self.build / "vmlinux.a", self.linked)
-        return plan(self.src, self.build, [str(self.src / edit) for edit in edits], linkable)
+        return plan(self.src, self.build, [str(self.src / edit) for edit in edits], linkable, self.listed)
 
 
 @pytest.fixture
@@ -119,7 +120,7 @@ def test_a_namesake_elsewhere_is_not_a_reader(tree: Tree) -> None:
 def test_a_directory_holding_what_it_held_at_the_last_build_is_an_editors_save(tree: Tree) -> None:
     """vim and emacs save by writing a new file and renaming it over the old, beside swap and backup files."""
     thin_archive(tree.build / "vmlinux.a", tree.linked)
-    record_listing(tree.build, listing(tree.src, tree.build))
+    tree.listed = listing(tree.src, tree.build) or {}
     (tree.src / "lib/kunit/.kunit-example-test.c.swp").write_text("")
     (tree.src / "lib/kunit/kunit-example-test.c~").write_text("")
     swap = "lib/kunit/.kunit-example-test.c.swp"
@@ -130,16 +131,16 @@ def test_a_directory_holding_what_it_held_at_the_last_build_is_an_editors_save(t
     (tree.build / "elsewhere.c").write_text("")
     (tree.build / "elsewhere.c").rename(tree.src / "lib/kunit/old.c")
     assert tree.plan("lib/kunit", f"{EXAMPLE}.c") == Plan((), "lib/kunit/old.c was added")
-    record_listing(tree.build, None)  # a build that had no objects to list: nothing to compare with
+    tree.listed = {}  # a build that had no objects to list: nothing to compare with
     assert tree.plan("lib/kunit", f"{EXAMPLE}.c") == Plan((), "files were added, removed or renamed in lib/kunit/")
 
 
 def test_without_a_thin_vmlinux_a_or_a_record_of_the_edits_nothing_is_linked_alone(tree: Tree) -> None:
     assert tree.plan(f"{EXAMPLE}.c", linkable=False) == Plan((), "no link-only build for this architecture")
-    assert plan(tree.src, tree.build, None, True) == Plan((), "what changed since the last build is not known")
+    assert plan(tree.src, tree.build, None, True, {}) == Plan((), "what changed since the last build is not known")
     (tree.build / "vmlinux.a").write_bytes(b"!<arch>\n")  # a kernel before 6.1 has none; an ordinary one is no use
     edit = [str(tree.src / f"{EXAMPLE}.c")]
-    assert plan(tree.src, tree.build, edit, True) == Plan((), "no thin vmlinux.a to link from (kernels before 6.1)")
+    assert plan(tree.src, tree.build, edit, True, {}) == Plan((), "no thin vmlinux.a to link from (kernels before 6.1)")
 
 
 def test_only_an_image_linked_as_vmlinux_is_built_link_only() -> None:
