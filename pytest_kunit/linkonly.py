@@ -24,9 +24,10 @@ from .suitetable import Opaque, thin_members
 from .tree import changed_since
 
 SOURCE_SUFFIXES = (".c", ".S")
-# What a single-object make rewrites every time besides the objects: the build directory's Makefile and its `source`
-# link (Kbuild's outputmakefile step).
-REWRITTEN = ("Makefile", "source")
+# What a single-object make rewrites every time besides the objects (as the full make does): the build directory's
+# Makefile and its `source` link (Kbuild's outputmakefile step), and the dependency file of the top Kbuild's
+# missing-syscalls check, which no target reads.
+REWRITTEN = ("Makefile", "source", ".missing-syscalls.d")
 # Editors' swap, backup, lock and test files, which no build reads.
 _EDITOR_FILE = re.compile(r"^\..*\.sw[a-p]$|~$|^#.*#$|^\.#|^4913$")
 
