@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -146,10 +146,12 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
         # of its last build.
         sources = build_dir / SOURCES
         built_by_this_run = same_inputs and recorded[1:2] == [request.session]
-        # Listed before the walk, so that what the walk misses moves a directory's time past the build's start.
+        # Taken before the walk, so that what the walk misses moves a directory's time past the build's start.
         linkable = request.arch.make.link_only and not built_by_this_run
-        listed = linkonly.listing(request.tree.path, build_dir) if linkable else None
-        look = None if built_by_this_run else _look(request.tree, stamp_file, sources if same_inputs else None, listed)
+        snapshot = linkonly.snapshot(request.tree.path, build_dir, os.environ) if linkable else {}
+        look = (
+            None if built_by_this_run else _look(request.tree, stamp_file, sources if same_inputs else None, snapshot)
+        )
         up_to_date = built_by_this_run or (look is not None and look.unchanged)
         note = ""
         if not up_to_date:
@@ -171,9 +173,7 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
             before = ccache_counts(wrapping)
             edits = look.edits if look is not None else None
             route = (
-                linkonly.plan(
-                    request.tree.path, build_dir, edits, request.arch.make.link_only, look.listing if look else {}
-                )
+                linkonly.plan(request.tree.path, build_dir, edits, look.link_only if look else {}, snapshot)
                 if configured
                 else linkonly.Plan((), "the configuration was completed again")  # what compiles, and how, may differ
             )
@@ -205,23 +205,21 @@ class _TreeLook:
     unchanged: bool  # the tree is as it was when the recorded build started
     sources: str  # SOURCES for a build starting now
     edits: tuple[str, ...] | None = None  # what changed since the recorded build started (None: no build to compare)
-    listing: Mapping[str, Sequence[str]] = field(default_factory=dict)  # its source directories' entries then
+    link_only: Mapping[str, object] = field(default_factory=dict)  # what it recorded for link-only builds (snapshot)
 
 
-def _look(
-    tree: PreparedTree, stamp: Path, sources: Path | None, listed: Mapping[str, Sequence[str]] | None
-) -> _TreeLook:
+def _look(tree: PreparedTree, stamp: Path, sources: Path | None, snapshot: Mapping[str, object]) -> _TreeLook:
     """One walk of the tree: whether it is as it was when the build recorded in `sources` (None: no build to compare
     with) started, and what a build starting now records. File times come from a coarse clock that may lag this one:
     a build vouches for what changed after a second before its start, as it is now (what the runner itself wrote
-    just before: patches, out-of-tree suites), so only later changes rebuild. `listed` (linkonly.listing, taken just
-    before) goes into the record too: the next build compares changed directories with it."""
+    just before: patches, out-of-tree suites), so only later changes rebuild. The link-only build's `snapshot`, taken
+    just before, goes into the record too: the next build's plan compares with it."""
     since = time.time_ns() - LAG_NS
     before = _recorded(tree, stamp, sources) if sources is not None else None
     # Whatever changed after the recorded build's start includes what changed in the last second: one walk sees both.
     changed = changed_since(tree.path, since if before is None else min(since, before[0]))
     recent = {path: mtime for path, mtime in (changed or {}).items() if mtime > since}
-    record = json.dumps({"since": since, "recent": recent if len(recent) <= RECENT else {}, "listing": listed or {}})
+    record = json.dumps({"since": since, "recent": recent if len(recent) <= RECENT else {}, "link_only": snapshot})
     if sources is None or before is None or changed is None:
         return _TreeLook(False, record)
     # A recorded start later than this one's is a clock that went back: then nothing vouches for the tree.
@@ -232,12 +230,10 @@ def _look(
     return _TreeLook(not edits, record, edits if sources.exists() else None, before[2])
 
 
-def _recorded(
-    tree: PreparedTree, stamp: Path, sources: Path
-) -> tuple[int, dict[str, int], dict[str, list[str]]] | None:
-    """When the recorded build started reading the tree (ns), what had changed just before, and its listing (for an
-    extracted tarball built before start times were recorded, when edits there went unbuilt: when that build
-    ended)."""
+def _recorded(tree: PreparedTree, stamp: Path, sources: Path) -> tuple[int, dict[str, int], dict[str, object]] | None:
+    """When the recorded build started reading the tree (ns), what had changed just before, and its link-only
+    snapshot (for an extracted tarball built before start times were recorded, when edits there went unbuilt: when
+    that build ended)."""
     try:
         recorded = json.loads(sources.read_text())
     except (OSError, ValueError):
@@ -246,10 +242,10 @@ def _recorded(
         return stamp.stat().st_mtime_ns, {}, {}
     if isinstance(recorded, int):
         return recorded, {}, {}
-    since, recent, listing = recorded.get("since"), recorded.get("recent"), recorded.get("listing", {})
-    if not isinstance(since, int) or not isinstance(recent, dict) or not isinstance(listing, dict):
+    since, recent, snapshot = recorded.get("since"), recorded.get("recent"), recorded.get("link_only", {})
+    if not isinstance(since, int) or not isinstance(recent, dict) or not isinstance(snapshot, dict):
         return None
-    return since, recent, listing
+    return since, recent, snapshot
 
 
 def _whole_image(image: Path, elf: bool, recorded: ImageRecord | None) -> ImageCheck | None:

@@ -10,6 +10,8 @@ a compile that wrote anything besides the objects asked for (a `prepare` step th
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import stat
@@ -28,6 +30,11 @@ SOURCE_SUFFIXES = (".c", ".S")
 # Makefile and its `source` link (Kbuild's outputmakefile step), and the dependency file of the top Kbuild's
 # missing-syscalls check, which no target reads.
 REWRITTEN = ("Makefile", "source", ".missing-syscalls.d")
+# Environment variables Kbuild reads (compilers, flags, the build's identity and release string, PATH to find tools).
+_KBUILD_READS = re.compile(
+    r"(KBUILD_\w+|KCONFIG_\w+|K\w*FLAGS|LOCALVERSION|LLVM\w*|CROSS_COMPILE|ARCH|SUBARCH|PATH|SOURCE_DATE_EPOCH"
+    r"|(HOST)?(CC|CXX|LD|AR|NM|OBJCOPY|OBJDUMP|READELF|STRIP|CFLAGS|CXXFLAGS|LDFLAGS)|PAHOLE|RUST\w*|BINDGEN|PYTHON3?|PERL)$"
+)
 # Editors' swap, backup, lock and test files, which no build reads.
 _EDITOR_FILE = re.compile(r"^\..*\.sw[a-p]$|~$|^#.*#$|^\.#|^4913$")
 
@@ -38,16 +45,29 @@ class Plan:
     reason: str = ""  # why the full make, said on the progress line and in the log
 
 
+def snapshot(tree: Path, build_dir: Path, environ: Mapping[str, str]) -> dict[str, object]:
+    """What a build records at its start for the next one's plan: the environment Kbuild reads, and the entries of
+    the source directories of vmlinux's objects (an editor that saves by renaming changes its directory)."""
+    read = sorted((name, value) for name, value in environ.items() if _KBUILD_READS.match(name))
+    environment = hashlib.sha256(json.dumps(read).encode()).hexdigest()[:16]
+    return {"environment": environment, "listing": listing(tree, build_dir) or {}}
+
+
 def plan(
-    tree: Path, build_dir: Path, edits: Sequence[str] | None, linkable: bool, listed: Mapping[str, Sequence[str]]
+    tree: Path, build_dir: Path, edits: Sequence[str] | None, before: Mapping[str, object], now: Mapping[str, object]
 ) -> Plan:
     """Whether the edits since the last build (absolute paths; None: unknown) can be built link-only, and how.
-    `listed`: the source directories' entries when that build started (`listing`), which a changed directory must
-    still hold (an editor that saves by renaming changes its directory)."""
-    if not linkable:
+    `before`: the snapshot that build took at its start; `now`: this build's (empty: no link-only build here)."""
+    if not now:
         return Plan((), "no link-only build for this architecture")
     if not edits:
         return Plan((), "what changed since the last build is not known")
+    listed = before.get("listing")
+    if not isinstance(listed, dict):
+        return Plan((), "the last build recorded nothing to compare with (an older pytest-kunit built it)")
+    if before.get("environment") != now["environment"]:
+        # Flags, compilers, the build's identity: the walk would compile everything anew (or the version strings).
+        return Plan((), "the environment Kbuild reads changed (KCFLAGS, KBUILD_BUILD_*, PATH, ...)")
     try:
         linked = {os.path.normpath(member) for member in thin_members(build_dir / "vmlinux.a")}
         archived = _library_members(build_dir)

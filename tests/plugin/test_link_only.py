@@ -161,6 +161,18 @@ def test_a_compile_that_writes_more_than_its_objects_gets_the_full_make(
     assert walks(built) == 3
 
 
+def test_a_changed_build_environment_gets_the_full_make(
+    project: pytest.Pytester, built: FakeKernel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New flags (or build identity) would leave the other objects compiled the old way: the walk compiles them."""
+    monkeypatch.setenv("KCFLAGS", "-O1")
+    fail_example(built)
+    result = run(project, built)
+    result.assert_outcomes(failed=1)
+    reason = "the environment Kbuild reads changed (KCFLAGS, KBUILD_BUILD_*, PATH, ...)"
+    result.stdout.fnmatch_lines([f"kunit: building kernel: make -j* vmlinux (incremental; not link-only: {reason})*"])
+
+
 def test_without_objects_to_link_from_the_full_make_runs(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
     """No thin vmlinux.a (a kernel before 6.1): an edited source is built by the full make."""
     run(project, fake_kernel).assert_outcomes(passed=1)

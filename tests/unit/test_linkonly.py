@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.arch import ARCHES
-from pytest_kunit.linkonly import Plan, listing, plan
+from pytest_kunit.linkonly import Plan, listing, plan, snapshot
 from pytest_kunit.makerun import Make
 
 EXAMPLE = "lib/kunit/kunit-example-test"
@@ -57,7 +57,9 @@ class Tree:
 
     def plan(self, *edits: str, linkable: bool = True) -> Plan:
         thin_archive(self.build / "vmlinux.a", self.linked)
-        return plan(self.src, self.build, [str(self.src / edit) for edit in edits], linkable, self.listed)
+        now = {"environment": "same", "listing": {}} if linkable else {}
+        before = {"environment": "same", "listing": self.listed}
+        return plan(self.src, self.build, [str(self.src / edit) for edit in edits], before, now)
 
 
 @pytest.fixture
@@ -137,10 +139,27 @@ def test_a_directory_holding_what_it_held_at_the_last_build_is_an_editors_save(t
 
 def test_without_a_thin_vmlinux_a_or_a_record_of_the_edits_nothing_is_linked_alone(tree: Tree) -> None:
     assert tree.plan(f"{EXAMPLE}.c", linkable=False) == Plan((), "no link-only build for this architecture")
-    assert plan(tree.src, tree.build, None, True, {}) == Plan((), "what changed since the last build is not known")
+    same = {"environment": "same", "listing": {}}
+    assert plan(tree.src, tree.build, None, same, same) == Plan((), "what changed since the last build is not known")
     (tree.build / "vmlinux.a").write_bytes(b"!<arch>\n")  # a kernel before 6.1 has none; an ordinary one is no use
     edit = [str(tree.src / f"{EXAMPLE}.c")]
-    assert plan(tree.src, tree.build, edit, True, {}) == Plan((), "no thin vmlinux.a to link from (kernels before 6.1)")
+    assert plan(tree.src, tree.build, edit, same, same) == Plan(
+        (), "no thin vmlinux.a to link from (kernels before 6.1)"
+    )
+    assert plan(tree.src, tree.build, edit, {}, same).reason.startswith("the last build recorded nothing")
+
+
+def test_a_change_to_the_environment_kbuild_reads_gets_the_full_make(tree: Tree) -> None:
+    """KCFLAGS or the build's identity change objects the walk would compile again (init/version.o's banner)."""
+    environ = {"PATH": "/usr/bin", "TERM": "xterm", "KBUILD_BUILD_TIMESTAMP": "Thu Jan  1 00:00:00 UTC 1970"}
+    before = snapshot(tree.src, tree.build, environ)
+    assert snapshot(tree.src, tree.build, environ | {"TERM": "dumb", "PYTEST_XDIST_WORKER": "gw1"}) == before
+    edit = [str(tree.src / f"{EXAMPLE}.c")]
+    thin_archive(tree.build / "vmlinux.a", tree.linked)
+    assert plan(tree.src, tree.build, edit, before, before) == Plan((f"{EXAMPLE}.o",))
+    for changed in ({"KCFLAGS": "-O1"}, {"KBUILD_BUILD_TIMESTAMP": "now"}, {"PATH": "/opt/gcc/bin:/usr/bin"}):
+        now = snapshot(tree.src, tree.build, environ | changed)
+        assert plan(tree.src, tree.build, edit, before, now).reason.startswith("the environment Kbuild reads changed")
 
 
 def test_only_an_image_linked_as_vmlinux_is_built_link_only() -> None:
