@@ -1,9 +1,10 @@
 """The edit-build-test loop's shortest build: when all that changed in the tree since the last build are C or
 assembler sources of objects linked straight into vmlinux, compile those objects alone and link vmlinux again,
-without Kbuild's walk of the whole tree (5 s on 6.1 even when nothing changed).
+without Kbuild's walk of the whole tree (seconds of CPU on 6.1 and 6.12 even when nothing changed).
 
-What makes it sound: with no Makefile, Kconfig file, header or configuration changed, the walk would compile exactly
-the objects whose sources changed, and those a `.cmd` file of Kbuild's lists as reading them; both are checked here.
+What makes it sound: with no Makefile, Kconfig file, header, configuration or environment Kbuild reads changed, the
+walk would compile exactly the objects whose sources changed, and those a `.cmd` file of Kbuild's lists as reading
+them; both are checked here.
 On 6.1 and later every archive vmlinux is linked from is thin (it names its members' files), so a recompiled object
 needs no archive written again, only the link. Whatever cannot be vouched for falls back to the full make, as does
 a compile that wrote anything besides the objects asked for (a `prepare` step that found something to do)."""
