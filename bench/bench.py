@@ -175,10 +175,11 @@ def main() -> int:
             # before a timed run slows its writes down (the disk is mounted with `discard`), and pytest-kunit, which
             # also extracts the tarball, writes the most.
             cache, build = work / f"cache-cold-{run}", work / f"kunit-build-cold-{run}"
+            # Cold for pytest-kunit includes its compiler cache: kunit.py has none.
+            fresh_ccache = dict(ONLY_OURS, CCACHE_DIR=str(work / f"ccache-cold-{run}"))
             os.sync()  # what the previous run wrote is on disk before the next one starts
             if args.paired:
                 same_tree = (f"--kunit-kernel-src={tree}", "--kunit-patches=none")
-                fresh_ccache = dict(ONLY_OURS, CCACHE_DIR=str(work / f"ccache-cold-{run}"))
                 ours, theirs = timed_together(
                     [
                         (pytest_kunit(cache, FRAMEWORK, *same_tree, arch=arch), ROOT, fresh_ccache),
@@ -189,13 +190,14 @@ def main() -> int:
                 record("cold", "kunit.py", theirs)
                 continue
             # Interleaved, so drift in the machine's load hits both tools alike.
-            record("cold", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK, arch=arch), ROOT))
+            record("cold", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK, arch=arch), ROOT, fresh_ccache))
             os.sync()
             record("cold", "kunit.py", timed(kunit_py(tree, build, FRAMEWORK, arch=arch), tree))
         for run in range(0 if args.skip_cold or not wanted("cold-all") else args.cold_all_tests_runs):
             all_cache, all_build = work / f"cache-cold-all-{run}", work / f"kunit-build-cold-all-{run}"
             os.sync()
-            record("cold-all", "pytest-kunit", timed(pytest_kunit(all_cache, ALL_TESTS, arch=arch), ROOT))
+            fresh_ccache = dict(ONLY_OURS, CCACHE_DIR=str(work / f"ccache-cold-all-{run}"))
+            record("cold-all", "pytest-kunit", timed(pytest_kunit(all_cache, ALL_TESTS, arch=arch), ROOT, fresh_ccache))
             os.sync()
             record("cold-all", "kunit.py", timed(kunit_py(tree, all_build, ALL_TESTS, arch=arch), tree))
 
