@@ -24,6 +24,13 @@ if [ ! -d "$work/tree/.git" ]; then
     git -C "$work/tree" tag pristine
 fi
 cd "$work/tree"
+# checkpatch validates each SPDX line through scripts/spdxcheck.py; when that script cannot import its modules it
+# prints a traceback (to the stderr dropped below) and the check is skipped.
+python3 -c 'import ply, git' 2>/dev/null || {
+    echo "check-series: checkpatch's SPDX check needs Python's ply and GitPython: pip install ply GitPython" \
+        "(scripts/setup.sh --test installs them)" >&2
+    exit 2
+}
 git am --abort >/dev/null 2>&1 || true
 git checkout -q -f -B series pristine && git clean -q -fdx
 fragment="$work/fragment.config"
