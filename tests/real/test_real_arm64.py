@@ -2,8 +2,9 @@
 
 A cold arm64 build costs minutes of CI's 90 (32 minutes on this machine under a load of 16, about a third of that
 quiet), so CI builds one arm64 kernel: the framework fragment, which covers the cross toolchain, the series' own suites
-(the RFC API, class mocking), the PL011 console, selection and two xdist workers. The fault and OF fragments need one
-more cold build each: they run with PYTEST_KUNIT_REAL_ARM64=all.
+(the RFC API, class mocking), the PL011 console, selection and two xdist workers. The fault, OF and all-tests
+fragments (the last for the run of every default fragment) need one more cold build each: they run with
+PYTEST_KUNIT_REAL_ARM64=all.
 """
 
 from __future__ import annotations
@@ -91,3 +92,15 @@ def test_each_overlay_case_runs_alone(tmp_path: Path) -> None:
         process
     )
     assert f"guest boots: {len(overlay_cases)} " in process.stdout, report(process)
+
+
+@every_fragment
+def test_every_default_fragment_passes(tmp_path: Path) -> None:
+    # As a user types it: no path, so pytest's testpaths (testsuites/) and its default fragments (framework,
+    # all-tests, the device-tree unittest); the manual ones (faults, debug, ...) stay out.
+    process, outcomes = run(tmp_path, ARM64)
+    assert process.returncode == 0, report(process)
+    assert set(outcomes.values()) <= {"passed", "skipped"}, report(process)
+    fragments = {name for name in re.findall(r"testsuites/([\w./-]+\.kunitconfig)::", process.stdout)}
+    assert fragments == {"kunit.kunitconfig", "all-tests.kunitconfig", "of.kunitconfig"}, report(process)
+    assert set(outcomes) >= FRAMEWORK_CASES, report(process)
