@@ -146,17 +146,21 @@ def test_a_changed_fragment_builds_in_full(project: pytest.Pytester, built: Fake
     result.stdout.no_fnmatch_line("*link-only*")
 
 
+def edit_and_expect_the_full_make(project: pytest.Pytester, built: FakeKernel, reason: str) -> None:
+    """Edit the example to fail, run, and see the failure built by the full make for `reason`."""
+    fail_example(built)
+    result = run(project, built)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"kunit: building kernel: make -j* vmlinux (incremental; not link-only: {reason})*"])
+
+
 def test_a_compile_that_writes_more_than_its_objects_gets_the_full_make(
     project: pytest.Pytester, built: FakeKernel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Kbuild's prepare step, which the single-object make runs too, may find generated headers to write (a new
     release string): the objects depending on them would go stale, so the full make follows."""
     monkeypatch.setenv("FAKE_PREPARE_WRITES", "include/generated/utsrelease.h")
-    fail_example(built)
-    result = run(project, built)
-    result.assert_outcomes(failed=1)
-    reason = "the compile also wrote include/generated/utsrelease.h"
-    result.stdout.fnmatch_lines([f"kunit: building kernel: make -j* vmlinux (incremental; not link-only: {reason})*"])
+    edit_and_expect_the_full_make(project, built, "the compile also wrote include/generated/utsrelease.h")
     assert make_runs(built)[-2:] == [f"{EXAMPLE[:-2]}.o", "vmlinux"]
     assert walks(built) == 3
 
@@ -166,11 +170,9 @@ def test_a_changed_build_environment_gets_the_full_make(
 ) -> None:
     """New flags (or build identity) would leave the other objects compiled the old way: the walk compiles them."""
     monkeypatch.setenv("KCFLAGS", "-O1")
-    fail_example(built)
-    result = run(project, built)
-    result.assert_outcomes(failed=1)
-    reason = "the environment Kbuild reads changed (KCFLAGS, KBUILD_BUILD_*, PATH, ...)"
-    result.stdout.fnmatch_lines([f"kunit: building kernel: make -j* vmlinux (incremental; not link-only: {reason})*"])
+    edit_and_expect_the_full_make(
+        project, built, "the environment Kbuild reads changed (KCFLAGS, KBUILD_BUILD_*, PATH, ...)"
+    )
 
 
 def test_without_objects_to_link_from_the_full_make_runs(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
