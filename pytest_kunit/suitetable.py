@@ -142,6 +142,20 @@ class _Object:
             f"data {self.describe(symbol.section, holder.value, holder.value + holder.size)} +{address - holder.value}"
         )
 
+    def name_at(self, index: int, kind: int, addend: int) -> str:
+        """The NUL-terminated `char name[256]` a suite table entry points at."""
+        symbol = self.symbols[index] if index else None
+        if kind not in _ABS64 or symbol is None or not _SHN_UNDEF < symbol.section < _SHN_LORESERVE:
+            raise Opaque("a suite table entry points outside its object")
+        section = self.sections[symbol.section]
+        address = symbol.value + addend
+        if section.kind == _SHT_NOBITS or not 0 <= address <= section.size - 256:
+            raise Opaque("a suite table entry points at no initialised suite")
+        field = self.data[section.offset + address : section.offset + address + 256]
+        if b"\0" not in field:
+            raise Opaque("a suite name is not terminated")
+        return field[: field.index(b"\0")].decode()
+
     def _holder(self, section: int, address: int) -> _Symbol | None:
         """The data object (variable) an address lies in."""
         for symbol in self.symbols:
@@ -161,6 +175,30 @@ def object_digest(data: bytes) -> str:
     return hashlib.sha256(
         "".join(f"{sections[i].name}:{reader.describe(i, 0, sections[i].size)}\n" for i in roots).encode()
     ).hexdigest()
+
+
+SUITE_TABLES = (".kunit_test_suites", ".kunit_init_test_suites")  # 6.12 keeps init-time suites apart
+_ABS64 = (1, 257)  # R_X86_64_64, R_AARCH64_ABS64: a plain 8-byte pointer
+
+
+def suite_names(path: Path) -> tuple[str, ...]:
+    """The names of the suites an object's suite tables register, in table order; () if it has none. Each table
+    entry is a relocated pointer to a `struct kunit_suite`, whose first field is `char name[256]`: the name is read
+    at the pointer's target. Anything that is not exactly that is Opaque."""
+    if not _has_roots(path):
+        return ()
+    data = path.read_bytes()
+    sections = _section_table(data)
+    reader = _Object(data, sections)
+    names: list[str] = []
+    for index, section in enumerate(sections):
+        if section.name not in SUITE_TABLES or not section.size:
+            continue
+        entries = reader.relocations.get(index, [])
+        if [entry[0] for entry in entries] != list(range(0, section.size, 8)):
+            raise Opaque(f"{path}: {section.name} is not an array of relocated pointers")
+        names += [reader.name_at(symbol, kind, addend) for _, symbol, kind, addend in entries]
+    return tuple(names)
 
 
 def _has_roots(path: Path) -> bool:

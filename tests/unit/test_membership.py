@@ -1,0 +1,253 @@
+"""membership: which suites a fragment's own kernel would hold, read from a union build. Kbuild's Makefiles are
+evaluated by the real make on small fake trees, suite tables are read from objects gcc compiles here."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_kunit.kbuildlists import MakeFailed, built_in, evaluate, write_autoconf
+from pytest_kunit.membership import (
+    Unknown,
+    autoconf_header,
+    compile_command,
+    differing,
+    mentioned,
+    suite_objects,
+    suites_alone,
+    unrepresentable,
+)
+from pytest_kunit.suitetable import Opaque, suite_names
+
+pytestmark = pytest.mark.skipif(not (shutil.which("make") and shutil.which("gcc")), reason="needs make and gcc")
+
+CANDIDATES = ["lib/a.o", "lib/p1.o", "lib/p2.o", "lib/x.o", "foo/f.o", "foo/wrong.o", "foo/sub/s.o", "arch/x86/lib/y.o"]
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """Kbuild's shapes: conditional directories (and one inside one), a composite with conditional parts, an ifeq
+    block, a Kbuild file read in preference to the Makefile beside it, an arch library the root lists through
+    $(ARCH_LIB), and a recipe make must never run."""
+    return write(
+        tmp_path / "tree",
+        {
+            "Kbuild": "obj-y += lib/\nobj-$(CONFIG_FOO) += foo/\nobj-y += $(ARCH_LIB)\n",
+            "lib/Makefile": (
+                "ran:\n\ttouch $(srctree)/ran\n"
+                "obj-y += a.o\nobj-$(CONFIG_BAR) += comp.o\ncomp-objs := p1.o\ncomp-$(CONFIG_BAZ) += p2.o\n"
+                "ifeq ($(CONFIG_X),y)\nobj-y += x.o\nendif\n"
+            ),
+            "foo/Kbuild": "obj-y += f.o sub/\n",
+            "foo/sub/Makefile": "obj-y += s.o\n",
+            "foo/Makefile": "obj-y += wrong.o\n",
+            "arch/x86/Makefile": "libs-y += arch/x86/lib/\n",
+            "arch/x86/lib/Makefile": "obj-y += y.o\n",
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({}, {"lib/a.o"}),
+        (
+            {"CONFIG_FOO": "y", "CONFIG_BAR": "y", "CONFIG_X": "y"},
+            {"lib/a.o", "lib/p1.o", "lib/x.o", "foo/f.o", "foo/sub/s.o"},
+        ),
+        ({"CONFIG_BAR": "y", "CONFIG_BAZ": "y"}, {"lib/a.o", "lib/p1.o", "lib/p2.o"}),
+        ({"CONFIG_FOO": "m", "CONFIG_BAR": "m", "CONFIG_X": "m"}, {"lib/a.o"}),
+    ],
+)
+def test_built_in_follows_the_makefiles(tree: Path, tmp_path: Path, config: dict[str, str], expected: set[str]) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    got = built_in(tree, config, CANDIDATES, "x86", scratch, "config")
+    assert got == expected | {"arch/x86/lib/y.o"}
+    assert not (tree / "ran").exists()
+
+
+def test_a_directory_listing_is_relative_to_the_root(tree: Path, tmp_path: Path) -> None:
+    autoconf = write_autoconf({"CONFIG_BAR": "y", "CONFIG_N": "n"}, tmp_path / "c" / "auto.conf")
+    assert autoconf.read_text() == "CONFIG_BAR=y\n"
+    listing = evaluate(tree, "lib", autoconf, "x86", tmp_path)
+    assert listing.objects == {"lib/a.o", "lib/comp.o", "lib/p1.o"}
+    assert evaluate(tree, ".", autoconf, "x86", tmp_path).directories == {"lib"}
+    assert evaluate(tree, "nowhere", autoconf, "x86", tmp_path).objects == set()
+
+
+def test_a_makefile_make_cannot_read_is_an_error(tree: Path, tmp_path: Path) -> None:
+    write(tree, {"lib/Makefile": "$(error no compiler here)\n"})
+    autoconf = write_autoconf({}, tmp_path / "c" / "auto.conf")
+    with pytest.raises(MakeFailed, match="no compiler here"):
+        evaluate(tree, "lib", autoconf, "x86", tmp_path)
+
+
+def test_a_makefile_that_would_remake_itself_fails_without_running_a_recipe(tree: Path, tmp_path: Path) -> None:
+    """`make -n` still runs the recipes that remake an included makefile: none may run here."""
+    rule = "$(srctree)/lib/extra.mk: FORCE\n\ttouch $(srctree)/ran\nFORCE:\n"
+    write(tree, {"lib/Makefile": "include $(srctree)/lib/extra.mk\n" + rule, "lib/extra.mk": "obj-y += a.o\n"})
+    autoconf = write_autoconf({}, tmp_path / "c" / "auto.conf")
+    with pytest.raises(MakeFailed, match=r"extra\.mk"):
+        evaluate(tree, "lib", autoconf, "x86", tmp_path)
+    assert not (tree / "ran").exists()
+
+
+def test_autoconf_header_is_written_as_kconfig_writes_it() -> None:
+    config = {"CONFIG_A": "y", "CONFIG_B": "m", "CONFIG_S": '"a \\"b\\""', "CONFIG_N": "42", "CONFIG_H": "0x10"}
+    lines = autoconf_header(config).splitlines()[1:]
+    assert lines == [
+        "#define CONFIG_A 1",
+        "#define CONFIG_B_MODULE 1",
+        "#define CONFIG_H 0x10",
+        "#define CONFIG_N 42",
+        '#define CONFIG_S "a \\"b\\""',
+    ]
+
+
+def test_a_source_mentions_a_differing_symbol() -> None:
+    symbols = differing({"CONFIG_T": "y", "CONFIG_S": "y", "CONFIG_M": "m"}, {"CONFIG_S": "y", "CONFIG_M": "y"})
+    assert symbols == {"CONFIG_T", "CONFIG_M"}
+    assert mentioned("#if IS_BUILTIN(CONFIG_T)\n", symbols) == {"CONFIG_T"}
+    assert mentioned("#ifdef CONFIG_M_MODULE\n", symbols) == {"CONFIG_M"}
+    assert mentioned("#ifdef CONFIG_TT\n#if CONFIG_S\n", symbols) == set()
+
+
+def test_a_fragment_asking_for_more_than_the_union_is_not_representable() -> None:
+    union = {"CONFIG_A": "y", "CONFIG_B": "m", "CONFIG_C": "y", "CONFIG_N": "8"}
+    assert unrepresentable(union, {"CONFIG_A": "y", "CONFIG_B": "m", "CONFIG_C": "m", "CONFIG_N": "8"}) == []
+    assert unrepresentable(union, {"CONFIG_B": "y", "CONFIG_D": "m", "CONFIG_N": "16", "CONFIG_S": '""'}) == [
+        "CONFIG_B=y (union: m)",
+        "CONFIG_D=m (union: not set)",
+        "CONFIG_N=16 (union: 8)",
+        'CONFIG_S="" (union: not set)',
+    ]
+
+
+def suites_c(*names: str, conditional: str = "") -> str:
+    """A test source laid out as KUnit's: suites whose first field is the name, a table of pointers to them; the
+    suite `conditional` is registered only #ifdef CONFIG_T."""
+    lines = ["#include <generated/autoconf.h>", "struct kunit_suite { char name[256]; void *cases; };"]
+    lines += [f'static struct kunit_suite s_{n} = {{ .name = "{n}" }};' for n in (*names, conditional) if n]
+    table = 'static struct kunit_suite *t_{0}[] __attribute__((used, section(".kunit_test_suites"))) = {{ {1} }};'
+    lines.append(table.format("all", ", ".join(f"&s_{n}" for n in names)))
+    if conditional:
+        lines += ["#ifdef CONFIG_T", table.format("t", f"&s_{conditional}"), "#endif"]
+    return "\n".join(lines) + "\n"
+
+
+def kbuild_object(build: Path, tree: Path, path: str, source: str, union: dict[str, str]) -> None:
+    """Compile `source` into build/`path` as Kbuild would, with the union's autoconf.h, and write its .cmd file."""
+    directory, name = path.rsplit("/", 1)
+    c_file = tree / path.replace(".o", ".c")
+    write(tree, {str(c_file.relative_to(tree)): source})
+    write(build, {"include/generated/autoconf.h": autoconf_header(union)})
+    command = f"gcc -Wp,-MMD,{directory}/.{name}.d -I./include -DX='\"$$\"' -c -o {path} {c_file}"
+    (build / directory).mkdir(parents=True, exist_ok=True)
+    subprocess.run(command.replace("$$", "$"), shell=True, cwd=build, check=True)
+    cmd = f"cmd_{path} := {command} ; ./tools/objtool/objtool {path}\n\nsource_{path} := {c_file}\n\n"
+    cmd += f"deps_{path} := \\\n  include/generated/autoconf.h \\\n\n{path}: $(deps_{path})\n"
+    (build / directory / f".{name}.cmd").write_text(cmd)
+
+
+@pytest.fixture
+def build(tree: Path, tmp_path: Path) -> Path:
+    """A union build (CONFIG_T and CONFIG_X set) whose thin vmlinux.a holds lib/a.o (two suites, a third one
+    #ifdef CONFIG_T), lib/x.o (one suite, linked only with CONFIG_X) and lib/plain.o (no suite table)."""
+    build = tmp_path / "build"
+    (build / "arch/x86").mkdir(parents=True)
+    union = {"CONFIG_T": "y", "CONFIG_X": "y"}
+    kbuild_object(build, tree, "lib/a.o", suites_c("one", "two", conditional="three"), union)
+    kbuild_object(build, tree, "lib/x.o", suites_c("ex"), union)
+    kbuild_object(build, tree, "lib/plain.o", "int plain;\n", union)
+    subprocess.run(["ar", "rcT", "vmlinux.a", "lib/a.o", "lib/x.o", "lib/plain.o"], cwd=build, check=True)
+    return build
+
+
+def test_suite_names_are_read_from_the_table_in_order(build: Path) -> None:
+    assert suite_names(build / "lib/a.o") == ("one", "two", "three")
+    assert suite_names(build / "lib/plain.o") == ()
+    assert [(item.path, item.suites) for item in suite_objects(build)] == [
+        ("lib/a.o", ("one", "two", "three")),
+        ("lib/x.o", ("ex",)),
+    ]
+
+
+def test_init_suites_have_a_table_of_their_own(build: Path, tree: Path) -> None:
+    """6.12 registers suites that run during boot in .kunit_init_test_suites: they are suites too."""
+    init_table = suites_c("early").replace(".kunit_test_suites", ".kunit_init_test_suites").replace("t_all", "t_init")
+    source = suites_c("late") + "\n".join(init_table.splitlines()[2:]) + "\n"
+    kbuild_object(build, tree, "lib/a.o", source, {})
+    assert suite_names(build / "lib/a.o") == ("late", "early")
+
+
+def test_a_table_entry_that_is_no_pointer_is_opaque(build: Path, tree: Path) -> None:
+    source = suites_c("one").replace("{ &s_one }", "{ &s_one, 0 }")
+    kbuild_object(build, tree, "lib/a.o", source, {})
+    with pytest.raises(Opaque, match="not an array of relocated pointers"):
+        suite_names(build / "lib/a.o")
+    with pytest.raises(Unknown, match=r"lib/a\.o"):
+        suite_objects(build)
+
+
+UNION = {"CONFIG_T": "y", "CONFIG_X": "y"}
+
+
+def test_alone_equal_to_union_holds_every_suite(tree: Path, build: Path, tmp_path: Path) -> None:
+    assert suites_alone(tree, build, UNION, UNION, tmp_path / "s") == {"one", "two", "three", "ex"}
+    assert not (tmp_path / "s/objects").exists()  # no source names a differing symbol: nothing compiled
+
+
+def test_alone_drops_unlinked_objects_and_recompiles_conditional_tables(
+    tree: Path, build: Path, tmp_path: Path
+) -> None:
+    assert suites_alone(tree, build, UNION, {"CONFIG_X": "y"}, tmp_path / "s1") == {"one", "two", "ex"}
+    assert (tmp_path / "s1/objects/lib/a.o").exists()
+    assert suites_alone(tree, build, UNION, {"CONFIG_T": "y"}, tmp_path / "s2") == {"one", "two", "three"}
+    assert suites_alone(tree, build, UNION, {}, tmp_path / "s3") == {"one", "two"}
+
+
+def test_an_object_the_makefiles_do_not_link_in_the_union_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
+    kbuild_object(build, tree, "lib/hidden.o", suites_c("hidden"), UNION)
+    subprocess.run(["ar", "rcT", "vmlinux.a", "lib/hidden.o"], cwd=build, check=True)
+    with pytest.raises(Unknown, match=r"do not link lib/hidden\.o into the union kernel"):
+        suites_alone(tree, build, UNION, UNION, tmp_path / "s")
+
+
+def test_a_fragment_the_union_cannot_stand_for_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
+    with pytest.raises(Unknown, match="CONFIG_FOO=y"):
+        suites_alone(tree, build, UNION, {"CONFIG_FOO": "y"}, tmp_path / "s")
+
+
+def test_an_object_that_does_not_compile_alone_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
+    source = suites_c("one", conditional="three") + "#ifndef CONFIG_T\n#error needs T\n#endif\n"
+    kbuild_object(build, tree, "lib/a.o", source, UNION)
+    with pytest.raises(Unknown, match=r"lib/a\.o does not compile"):
+        suites_alone(tree, build, UNION, {"CONFIG_X": "y"}, tmp_path / "s")
+
+
+def test_the_compile_command_is_taken_from_the_cmd_file(tmp_path: Path) -> None:
+    cmd = "savedcmd_d/o.o := ccache gcc -Wp,-MMD,d/.o.o.d -DS='\"$$x$(pound)\"' -c -o d/o.o d/o.c ; objtool d/o.o\n"
+    assert compile_command("d/o.o", cmd, tmp_path / "o.o", tmp_path / "include") == [
+        "ccache",
+        "gcc",
+        f"-I{tmp_path}/include",
+        f"-Wp,-MMD,{tmp_path}/o.o.d",
+        '-DS="$x#"',
+        "-c",
+        "-o",
+        str(tmp_path / "o.o"),
+        "d/o.c",
+    ]
+    with pytest.raises(Unknown, match="does not write"):
+        compile_command("d/other.o", cmd.replace("d/o.o :=", "d/other.o :="), tmp_path / "o.o", tmp_path)
