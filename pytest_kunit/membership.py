@@ -4,8 +4,13 @@
 A suite is in a kernel when the object whose suite table registers it is linked into vmlinux and, compiled under that
 kernel's configuration, still registers it. Linking is decided by Kbuild's Makefiles, which make evaluates under the
 fragment's configuration (kbuildlists); compiling, by the `#if`s in the object's own sources: an object whose sources
-mention a symbol the two configurations set differently is compiled again under the fragment's. Whatever cannot be
-told for sure raises Unknown, and the caller builds the fragment alone.
+mention a symbol the two configurations set differently is compiled again under the fragment's, and must then
+register some of the union's suites, each with the same cases, since the union kernel is what runs them. Whatever
+cannot be told for sure raises Unknown, and the caller builds the fragment alone.
+
+Not looked at: `#if`s in headers (only the object's .c files are read), and objects the union's vmlinux.a lacks or
+holds without a suite table, which the fragment's kernel would link or give one only through a negative condition
+(`ifneq ($(CONFIG_X),y)`, `#ifndef CONFIG_X`) on a symbol the union sets and the fragment does not.
 
 Names are those stored in the objects. The series' module_test() suites are renamed at boot from their kunit_module
 (`test_module` prints as `My_fabulous_test_module`); the order is the same (table order, then link order, which the
@@ -25,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .kbuildlists import MakeFailed, built_in
-from .suitetable import Opaque, suite_names, thin_members
+from .suitetable import Opaque, suite_digests, suite_names, thin_members
 
 _CONFIG = re.compile(r"\bCONFIG_[A-Za-z0-9_]+")
 
@@ -130,15 +135,28 @@ def compile_command(path: str, command_file: str, output: Path, header_dir: Path
     return [*arguments[:first_option], f"-I{header_dir}", *arguments[first_option:]]
 
 
+def _digests(path: Path) -> tuple[tuple[str, str], ...]:
+    try:
+        return suite_digests(path)
+    except (Opaque, OSError, ValueError, struct.error) as error:
+        raise Unknown(f"the suites of {path} cannot be compared: {error}") from error
+
+
 def _recompiled(build_dir: Path, path: str, command_file: str, scratch: Path) -> tuple[str, ...]:
-    """The suite names of the object compiled again under the configuration written in `scratch`/include."""
+    """The suite names of the object compiled again under the configuration written in `scratch`/include. Each must
+    be a suite the union's object registers, with the same cases: the union kernel runs that one."""
     output = scratch / "objects" / path
     output.parent.mkdir(parents=True, exist_ok=True)
     command = compile_command(path, command_file, output, scratch / "include")
     done = subprocess.run(command, cwd=build_dir, capture_output=True, text=True)
     if done.returncode:
         raise Unknown(f"{path} does not compile under the fragment's configuration: {done.stderr.strip()[-300:]}")
-    return _names(output)
+    alone = _digests(output)
+    union = set(_digests(build_dir / path)) if alone else set()
+    differ = [name for name, digest in alone if (name, digest) not in union]
+    if differ:
+        raise Unknown(f"under the fragment's configuration {path} registers {', '.join(differ)} unlike the union's")
+    return tuple(name for name, _ in alone)
 
 
 def _suites(build_dir: Path, item: SuiteObject, symbols: set[str], scratch: Path) -> tuple[str, ...]:

@@ -112,11 +112,12 @@ class _Object:
         digest = hashlib.sha256(content)
         for offset, symbol, kind, addend in self.relocations.get(index, ()):
             if start <= offset < end:
-                digest.update(f"\0{offset - start}:{kind}:{self._target(symbol, addend)}".encode())
+                digest.update(f"\0{offset - start}:{kind}:{self.target(symbol, addend)}".encode())
         self._memo[key] = digest.hexdigest()
         return self._memo[key]
 
-    def _target(self, index: int, addend: int) -> str:
+    def target(self, index: int, addend: int) -> str:
+        """A digest of what a pointer points at."""
         if index == 0:
             return f"absolute {addend}"
         symbol = self.symbols[index]
@@ -181,24 +182,41 @@ SUITE_TABLES = (".kunit_test_suites", ".kunit_init_test_suites")  # 6.12 keeps i
 _ABS64 = (1, 257)  # R_X86_64_64, R_AARCH64_ABS64: a plain 8-byte pointer
 
 
+def _suite_pointers(path: Path) -> tuple[_Object | None, list[tuple[int, int, int, int]]]:
+    """The entries of an object's suite tables, in table order: each must be a relocated pointer (to a suite)."""
+    if not _has_roots(path):
+        return None, []
+    data = path.read_bytes()
+    sections = _section_table(data)
+    reader = _Object(data, sections)
+    entries: list[tuple[int, int, int, int]] = []
+    for index, section in enumerate(sections):
+        if section.name not in SUITE_TABLES or not section.size:
+            continue
+        table = reader.relocations.get(index, [])
+        if [entry[0] for entry in table] != list(range(0, section.size, 8)):
+            raise Opaque(f"{path}: {section.name} is not an array of relocated pointers")
+        entries += table
+    return reader, entries
+
+
 def suite_names(path: Path) -> tuple[str, ...]:
     """The names of the suites an object's suite tables register, in table order; () if it has none. Each table
     entry is a relocated pointer to a `struct kunit_suite`, whose first field is `char name[256]`: the name is read
     at the pointer's target. Anything that is not exactly that is Opaque."""
-    if not _has_roots(path):
+    reader, entries = _suite_pointers(path)
+    return tuple(reader.name_at(symbol, kind, addend) for _, symbol, kind, addend in entries) if reader else ()
+
+
+def suite_digests(path: Path) -> tuple[tuple[str, str], ...]:
+    """Each suite's name and a digest of all it holds (its cases' names and attributes; code counts as "code"), to
+    tell whether two compiles of an object register the same suites. Opaque as object_digest is."""
+    reader, entries = _suite_pointers(path)
+    if reader is None:
         return ()
-    data = path.read_bytes()
-    sections = _section_table(data)
-    reader = _Object(data, sections)
-    names: list[str] = []
-    for index, section in enumerate(sections):
-        if section.name not in SUITE_TABLES or not section.size:
-            continue
-        entries = reader.relocations.get(index, [])
-        if [entry[0] for entry in entries] != list(range(0, section.size, 8)):
-            raise Opaque(f"{path}: {section.name} is not an array of relocated pointers")
-        names += [reader.name_at(symbol, kind, addend) for _, symbol, kind, addend in entries]
-    return tuple(names)
+    return tuple(
+        (reader.name_at(symbol, kind, addend), reader.target(symbol, addend)) for _, symbol, kind, addend in entries
+    )
 
 
 def _has_roots(path: Path) -> bool:

@@ -5,12 +5,14 @@ reproduce that build exactly. Skips where no such build is in the cache; builds 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from pytest_kunit.kconfig import read_dotconfig
-from pytest_kunit.membership import Unknown, suite_objects, suites_alone
+from pytest_kunit.membership import Unknown, autoconf_header, compile_command, suite_objects, suites_alone
+from pytest_kunit.suitetable import suite_digests
 
 pytestmark = pytest.mark.real
 
@@ -60,3 +62,17 @@ def test_a_kernel_that_is_no_union_of_the_fragment_is_unknown(tmp_path: Path) ->
     alone = configured(find("CONFIG_KUNIT_MOCK_TEST", unset="CONFIG_KUNIT_ALL_TESTS"))
     with pytest.raises(Unknown, match="cannot stand for"):
         suites_alone((union / "source").resolve(), union, configured(union), alone, tmp_path)
+
+
+def test_an_object_compiled_again_from_its_cmd_file_registers_the_same_suites(tmp_path: Path) -> None:
+    """What a compile under the fragment's configuration is compared with: objtool's later edits and the build's own
+    autoconf.h do not change the suites' digests."""
+    build = find("CONFIG_KUNIT_MOCK_TEST", unset="CONFIG_KUNIT_ALL_TESTS")
+    (tmp_path / "include/generated").mkdir(parents=True)
+    (tmp_path / "include/generated/autoconf.h").write_text(autoconf_header(configured(build)))
+    path = "lib/kunit/kunit-mock-example-test.o"
+    command_file = (build / "lib/kunit/.kunit-mock-example-test.o.cmd").read_text()
+    command = compile_command(path, command_file, tmp_path / "again.o", tmp_path / "include")
+    subprocess.run(command, cwd=build, check=True)
+    assert suite_digests(tmp_path / "again.o") == suite_digests(build / path)
+    assert [name for name, _ in suite_digests(build / path)] == ["eeprom_buffer_fake", "eeprom_buffer_mock"]

@@ -217,6 +217,19 @@ def test_alone_drops_unlinked_objects_and_recompiles_conditional_tables(
     assert suites_alone(tree, build, UNION, {}, tmp_path / "s3") == {"one", "two"}
 
 
+def test_a_suite_whose_cases_differ_alone_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
+    """The union kernel would run the suite with a case the fragment's kernel does not have. Compiled again with
+    the same cases (CONFIG_X, which it names, is all that differs), the suite is the union's."""
+    cases = '/* CONFIG_X */ static const char *c[] = { "a",\n#ifdef CONFIG_T\n"b",\n#endif\n0 };\n'
+    source = suites_c("one").replace("void *cases;", "const char **cases;").replace('"one" }', '"one", .cases = c }')
+    suite = "static struct kunit_suite s_one"
+    kbuild_object(build, tree, "lib/a.o", source.replace(suite, cases + suite), UNION)
+    assert suites_alone(tree, build, UNION, {"CONFIG_T": "y"}, tmp_path / "s1") == {"one"}
+    assert (tmp_path / "s1/objects/lib/a.o").exists()
+    with pytest.raises(Unknown, match=r"lib/a\.o registers one unlike the union's"):
+        suites_alone(tree, build, UNION, {"CONFIG_X": "y"}, tmp_path / "s2")
+
+
 def test_an_object_the_makefiles_do_not_link_in_the_union_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
     kbuild_object(build, tree, "lib/hidden.o", suites_c("hidden"), UNION)
     subprocess.run(["ar", "rcT", "vmlinux.a", "lib/hidden.o"], cwd=build, check=True)
