@@ -17,6 +17,9 @@ plain runs without a wrapper.
 - kunit.py: upstream's `kunit.py run` cold (a new --build_dir) on the same tree and fragment (which it must name:
   kunit.py=testsuites/kunit.kunitconfig), the reference each pytest-kunit run on that fragment is divided by.
 
+A name containing "shared" adds --kunit-share-kernels (shared-plain: the main job as one union kernel, no wrapper;
+against plain: its builds over the largest and the sum of the fragments' own cold builds, issue 15's measure).
+
 A scenario may name what it runs instead of testsuites/ (`plain=testsuites/kunit.kunitconfig`: one fragment).
 Every scenario's verdicts (case by case, from JUnit XML) must equal the first scenario's on the cases both ran: a
 wrapper changes how objects are made, never what a case does. Each run holds the machine's build lock (--lock) only
@@ -116,6 +119,8 @@ def run(spec: str, workdir: Path, ccache_dir: Path, seed: Path | None, lock: Pat
     target = target or "testsuites/"
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--kunit", target]
     command += [f"--kunit-cache-dir={cache}", f"--kunit-wrapper={wrapper_of(scenario)}", f"--junitxml={junit}", *extra]
+    if "shared" in scenario:
+        command.append("--kunit-share-kernels")
     entry = locked(command, ROOT, os.environ | {"CCACHE_DIR": str(ccache_dir)}, lock)
     result = entry.pop("result")
     (workdir / f"{scenario}.out").write_text(result.stdout + result.stderr)
@@ -162,11 +167,13 @@ def main() -> int:
         print(f"verdicts of {scenario}: {'the same' if same else 'DIFFERENT'} ({len(entry['outcomes'])} cases)")
     if "plain" in figures:
         plain = [build["seconds"] for build in figures["plain"]["builds"].values()]
-        for scenario in ("ccache-cold", "ccache-warm"):
-            if scenario in figures and plain:
+        for scenario in (name for name in ours if name != "plain"):
+            if plain:
                 total = sum(build["seconds"] for build in figures[scenario]["builds"].values())
+                whole = figures[scenario]["seconds"] / figures["plain"]["seconds"]
                 print(
                     f"{scenario}: builds / largest plain build {total / max(plain):.2f}, / sum {total / sum(plain):.2f}"
+                    f"; whole run / plain's whole run {whole:.2f}"
                 )
     if "kunit.py" in figures:
         reference = figures["kunit.py"]

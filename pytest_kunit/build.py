@@ -108,6 +108,23 @@ def _configure(request: BuildRequest, make: Make, fragment: Fragment) -> None:
     check_fragment(fragment, current, request.tree.path, request.arch.make.source_arch)
 
 
+def completed_config(request: BuildRequest) -> str:
+    """The `.config` the request's fragment gives on its own, Kconfig's defaults completing it, without a build:
+    `syncconfig` in a directory of its own in the cache, done again only when it would change (sharing.py compares
+    it with a shared kernel's). Raises ConfigError as the build would."""
+    fragment = full_fragment(request)
+    directory = request.cache_dir / "configs" / _digest(request.tree.key, request.arch.name, fragment.text())
+    with cache_lock(request.cache_dir, f"config-{directory.name}", f"completing a configuration in {directory}"):
+        directory.mkdir(parents=True, exist_ok=True)
+        if not _configured(request.tree.path, directory):
+            log = directory / "config.log"
+            log.write_text(f"# pytest-kunit: the configuration of {request.tree.path} alone\n")
+            _configure(
+                request, Make(request.tree.path, directory, request.arch, request.jobs, log, os.environ), fragment
+            )
+        return (directory / ".config").read_text()
+
+
 def _configured(tree: Path, build_dir: Path) -> bool:
     """Whether `make syncconfig` would leave `.config` as it is, so the edit-build-test loop need not run it: the
     directory's fragment (its key) was completed after the last change to `.config` and to every Kconfig file

@@ -97,7 +97,8 @@ class KunitconfigFile(pytest.File):
         kernel = _state(self).kernel_for(self.path, self.nodeid)
         suites: dict[str, list[str]] = {}
         for suite, case in kernel.cases:
-            suites.setdefault(suite, []).append(case)
+            if kernel.suites is None or suite in kernel.suites:
+                suites.setdefault(suite, []).append(case)
         for suite, cases in suites.items():
             yield KunitSuite.from_parent(self, name=suite, kernel=kernel, cases=cases)
 

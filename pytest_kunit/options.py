@@ -121,6 +121,13 @@ OPTIONS = (
         "one test per case (kunit.SUITE.CASE) with its console slice",
         "path",
     ),
+    Option(
+        "kunit_share_kernels",
+        "build one kernel for all the run's fragments of one tree (the union of their lines) instead of one each; "
+        "every fragment still runs, in boots of its own, exactly the suites its own kernel would hold, and one whose "
+        "suites cannot be told for sure is built alone",
+        "bool",
+    ),
     Option("kunit_kcidb_origin", "the CI system's name KCIDB ids start with (a-z, 0-9, _); default pytest_kunit"),
 )
 

@@ -68,6 +68,7 @@ class Offer:
     listing: dict[str, Any] | None  # the controller's cached case list, if it has one (else the worker lists)
     boot_args: list[str]  # on every boot of this image (its sanitizers' own, its /init's)
     initramfs: bool  # whether it boots with the initramfs whose /init runs after KUnit (made on each host)
+    suites: list[str] | None = None  # the fragment's own suites in a shared kernel (sharing.py); None: all
 
 
 def _failure(error: BaseException) -> dict[str, str]:
@@ -154,6 +155,7 @@ class ImageService:
             listing=case_list_data(listing) if listing else None,
             boot_args=list(kernel.boot_args),
             initramfs=kernel.initrd is not None,
+            suites=sorted(kernel.suites) if kernel.suites is not None else None,
         )
         return asdict(offer)
 
@@ -192,7 +194,10 @@ class ImageClient:
         features = TreeFeatures(**offer.features)
         initrd = initramfs(self.cache_dir, "the kernel's /init after KUnit") if offer.initramfs else None
         boot_args = tuple(offer.boot_args)
-        kernel = Kernel(key, build, arch, features, Path(offer.tree), cases=(), boot_args=boot_args, initrd=initrd)
+        suites = frozenset(offer.suites) if offer.suites is not None else None
+        kernel = Kernel(
+            key, build, arch, features, Path(offer.tree), cases=(), boot_args=boot_args, initrd=initrd, suites=suites
+        )
         locations = {name: (str(where[0]), int(where[1])) for name, where in offer.locations.items()}
         return kernel, case_list_from(offer.listing), locations
 

@@ -49,6 +49,9 @@ class Kernel:
     attributes: Mapping[CaseId, Attributes] = field(default_factory=dict)  # from a kunit.action=list_attr boot
     boot_args: tuple[str, ...] = ()  # on every boot of this image (its sanitizers' own, its /init's)
     initrd: Path | None = None  # the initramfs whose /init runs after KUnit (initramfs.py)
+    # The suites this fragment holds when its image is a kernel shared with other fragments (sharing.py): only these
+    # are collected, and every boot's filter leaves the others out. None: every suite of the image is its own.
+    suites: frozenset[str] | None = None
 
 
 def decode_locally(kernel: Kernel, lines: tuple[str, ...]) -> tuple[str, ...]:

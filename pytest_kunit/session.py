@@ -26,6 +26,7 @@ from .runner import BootEdits, Kernel, Runner, Stats
 from .sanitizers import kconfig_lines as sanitizer_kconfig
 from .sanitizers import kernel_args as sanitizer_args
 from .settings import Settings
+from .sharing import Sharing
 from .sources import case_locations
 from .suitetable import case_list_digest
 from .tree import PreparedTree, enclosing_tree, patch_series, prepare
@@ -65,10 +66,13 @@ class SessionState:
         None  # on an xdist worker sharing no cache with its controller: where kernels come from
     )
     coverage: list[str] = field(default_factory=list)  # what the terminal summary says of the coverage report
+    sharing: Sharing | None = None  # --kunit-share-kernels: which fragments share a kernel, and their suites
 
     def __post_init__(self) -> None:
         sink = self._raw_sink() if self.settings.raw else None
         self.runner = Runner(self.settings, self.stats, sink, self._boot_edits(), self._announce)
+        if self.settings.share_kernels:
+            self.sharing = Sharing(self)
         if self.settings.coverage is not None:
             self.runner.coverage_runs = self.settings.cache_dir / "coverage" / "runs" / self.session
 
@@ -178,17 +182,19 @@ class SessionState:
         boot_args = initramfs.with_gcov_dirs(unlisted.boot_args, dirs)
         return replace(unlisted, cases=listing.cases, attributes=listing.attributes, boot_args=boot_args)
 
-    def build_kernel(self, path: Path, key: str) -> Kernel:
-        """The kernel a kunitconfig file describes, built at most once, its cases not yet listed."""
-        # The hooks' lines come last, so they win (as kunit.py's --kconfig_add), and key the build like the rest.
-        fragment = read_fragment(path) + self._sanitizer_kconfig() + self._coverage_kconfig() + self._hook_kconfig(path)
+    def fragment_for(self, path: Path) -> Fragment:
+        """What the kernel of `path` is built from besides the architecture's needs. The hooks' lines come last, so
+        they win (as kunit.py's --kconfig_add), and key the build like the rest."""
+        return read_fragment(path) + self._sanitizer_kconfig() + self._coverage_kconfig() + self._hook_kconfig(path)
+
+    def request(self, path: Path, fragment: Fragment) -> tuple[BuildRequest, TreeChoice]:
+        """How to build `fragment` on the tree `path` is built from (its out-of-tree suites placed into it)."""
         suite = suite_dir_for(path)
         choice = self.tree_choice(path)
         tree = self.tree(choice, writable=suite is not None)
         if suite is not None:
             with cache_lock(self.settings.cache_dir, f"src-{tree.key}", f"placing {suite} into {tree.path}"):
                 install(tree.path, suite)
-        progress = Progress(self.config)
         request = BuildRequest(
             tree,
             fragment,
@@ -199,12 +205,27 @@ class SessionState:
             session=self.session,
             wrapper=self.settings.wrapper,
         )
+        return request, choice
+
+    def build_kernel(self, path: Path, key: str) -> Kernel:
+        """The kernel a kunitconfig file describes (or the kernel it shares, sharing.py), built at most once, its
+        cases not yet listed."""
+        if self.sharing is not None:
+            shared = self.sharing.kernel(path, key)
+            if shared is not None:
+                return shared
+        request, choice = self.request(path, self.fragment_for(path))
+        return self.build_request(path.name, key, request, choice)
+
+    def build_request(self, name: str, key: str, request: BuildRequest, choice: TreeChoice) -> Kernel:
+        """Build `request` (said as `name` on the progress lines) for the fragment `key`."""
+        progress = Progress(self.config)
         result = build(request, progress)
         if result.ran_make:
             self.stats.builds += 1
             self.stats.build_seconds += result.seconds
             note = f"; {result.note}" if result.note else ""
-            progress.done(f"built {path.name} in {result.seconds:.1f} s (log: {result.log}{note})")
+            progress.done(f"built {name} in {result.seconds:.1f} s (log: {result.log}{note})")
         after = initramfs.AfterKunit(
             kmemleak=initramfs.kmemleak_scan(result.build_dir / ".config"),
             gcov=() if self.settings.coverage is not None else None,
@@ -213,7 +234,7 @@ class SessionState:
         boot_args = (*sanitizer_args(self.settings.sanitize), *after.kernel_args())
         self.kernels[key] = BuiltKernel(
             key,
-            tree.key,
+            request.tree.key,
             self.describe(choice),
             patchset_hash(patch_series(choice.patch_dirs).patches),
             result.image_digest,
@@ -221,6 +242,7 @@ class SessionState:
             full_fragment(request).text(),
             result.seconds if result.ran_make else None,
         )
+        tree = request.tree
         return Kernel(key, result, self.arch, tree.features, tree.path, cases=(), boot_args=boot_args, initrd=initrd)
 
     def _listing(self, kernel: Kernel, locations: dict[str, tuple[str, int]] | None = None) -> CaseList:

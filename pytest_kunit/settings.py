@@ -42,6 +42,7 @@ class Settings:
     kcidb: Path | None = None  # where to write the KCIDB report; None: no report
     kcidb_origin: str = "pytest_kunit"
     coverage: Path | None = None  # where the coverage report goes; None: no coverage
+    share_kernels: bool = False  # one union kernel per tree for the run's fragments (sharing.py)
 
 
 def _overridden(config: pytest.Config, name: str) -> bool:
@@ -236,4 +237,5 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         kcidb=_convert(config, "kunit_kcidb", None, _path, "a path"),
         kcidb_origin=_convert(config, "kunit_kcidb_origin", "pytest_kunit", _origin, "an origin of a-z, 0-9 and _"),
         coverage=_coverage_dir(config),
+        share_kernels=bool(_raw(config, "kunit_share_kernels")[0]),
     )

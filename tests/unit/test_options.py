@@ -139,7 +139,7 @@ def test_bad_ini_value_is_a_usage_error_naming_the_key(
     assert f"ERROR: ini key {key!r} in {ini}: {expected}" in stderr
 
 
-@pytest.mark.parametrize("key", ["kunit", "kunit_raw", "kunit_reboot_after_crash"])
+@pytest.mark.parametrize("key", ["kunit", "kunit_raw", "kunit_reboot_after_crash", "kunit_share_kernels"])
 def test_bad_boolean_ini_value_is_a_usage_error_naming_the_key(pytester: pytest.Pytester, key: str) -> None:
     pytester.makeini(f"[pytest]\n{key} = maybe\n")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")

@@ -233,6 +233,11 @@ def main(target: str, build_dir: str) -> int:
         image = out / IMAGES[target]
         image.parent.mkdir(parents=True, exist_ok=True)
         spec = json.loads((TREE / "guest.json").read_text())
+        # A suite with a "config" is compiled in only when its symbol is enabled, as obj-$(CONFIG_X) makes it.
+        enabled = set(dotconfig.read_text().splitlines())
+        spec["suites"] = [
+            suite for suite in spec["suites"] if f"CONFIG_{suite.get('config')}=y" in enabled or "config" not in suite
+        ]
         # Out-of-tree suites placed by the runner: "compiled" in when their symbol is enabled.
         for fake_suite in sorted(TREE.glob("pytest-kunit/*/fake-suite.json")):
             suite = json.loads(fake_suite.read_text())

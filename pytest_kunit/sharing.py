@@ -1,0 +1,188 @@
+"""Fragments that share one kernel (--kunit-share-kernels): one build for a run's fragments of one tree.
+
+Before the first build, the fragments the run will collect are found (the same walk on every xdist worker); those
+built from one tree with one set of patches form a group, and the group builds one kernel from all their lines, the
+union. Each fragment then runs, in boots of its own, exactly the suites its own kernel would hold: its configuration
+is completed alone (`syncconfig`, seconds) and membership.suites_alone reads from the union's objects which suites
+that configuration keeps. A fragment that sets a symbol another sets otherwise, a union that does not build, and a
+fragment whose suites cannot be told for sure are built alone, as without the option: it never changes which cases a
+fragment has, only the configuration around them (the other fragments' symbols), which the real tier compares
+verdict by verdict (tests/real/test_shared_kernel.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from . import membership
+from .build import completed_config
+from .cache import write_atomically
+from .errors import BuildError, ConfigError
+from .items import collects, is_fragment
+from .kconfig import Fragment, read_dotconfig
+from .overlay import suite_dir_for
+from .progress import Progress
+from .runner import Kernel
+
+if TYPE_CHECKING:
+    from .session import SessionState
+
+
+@dataclass(frozen=True)
+class Group:
+    """Fragments that share one kernel, in the order the run collects them."""
+
+    members: tuple[Path, ...]
+
+    def describe(self) -> str:
+        return "+".join(path.name for path in self.members)  # one word: the "built" line's name
+
+
+def fragments_in_run(config: pytest.Config) -> list[Path]:
+    """The fragments this run collects, found as pytest will find them (its arguments, its ignore rules), resolved.
+    A miss only means a fragment built alone; an extra one only more suites in a union, none of them collected."""
+    found: dict[Path, None] = {}
+    base = config.invocation_params.dir
+
+    def ignored(path: Path) -> bool:
+        return bool(config.hook.pytest_ignore_collect(collection_path=path, config=config))
+
+    for arg in config.args:
+        top = base / arg.split("::")[0]
+        if top.is_file():
+            if collects(config, top):
+                found[top.resolve()] = None
+            continue
+        for directory, subdirectories, files in os.walk(top):
+            here = Path(directory)
+            subdirectories[:] = sorted(name for name in subdirectories if not ignored(here / name))
+            for name in sorted(files):
+                path = here / name
+                if is_fragment(path) and not ignored(path) and collects(config, path):
+                    found[path.resolve()] = None
+    return list(found)
+
+
+def plan_groups(
+    paths: Sequence[Path], fragment_of: Callable[[Path], Fragment | None], tree_of: Callable[[Path], Hashable | None]
+) -> dict[Path, Group]:
+    """Each shared fragment's group: fragments of one tree (`tree_of`; None: never shared), in order, leaving out
+    one that sets a symbol an earlier member sets to another value (`# CONFIG_X is not set` included), and one that
+    cannot be read (`fragment_of` None: its own build says why). A group needs two members."""
+    by_tree: dict[Hashable, list[Path]] = {}
+    fragments: dict[Path, Fragment] = {}
+    for path in paths:
+        tree, fragment = tree_of(path), fragment_of(path)
+        if tree is not None and fragment is not None:
+            by_tree.setdefault(tree, []).append(path)
+            fragments[path] = fragment
+    groups: dict[Path, Group] = {}
+    for candidates in by_tree.values():
+        chosen: list[Path] = []
+        values: dict[str, str] = {}
+        for path in candidates:
+            entries = fragments[path].entries
+            if any(values.get(entry.symbol, entry.value) != entry.value for entry in entries):
+                continue
+            chosen.append(path)
+            values.update((entry.symbol, entry.value) for entry in entries)
+        if len(chosen) > 1:
+            group = Group(tuple(chosen))
+            groups.update((path, group) for path in chosen)
+    return groups
+
+
+def union_fragment(fragments: Iterable[Fragment]) -> Fragment:
+    total = Fragment(())
+    for fragment in fragments:
+        total = total + fragment
+    return total
+
+
+class Sharing:
+    """One session's shared kernels: which fragments share, each union built once, each member's own suites."""
+
+    def __init__(self, state: SessionState) -> None:
+        self.state = state
+        self._groups: dict[Path, Group] | None = None
+        self._unions: dict[Group, Kernel | None] = {}
+
+    def kernel(self, path: Path, key: str) -> Kernel | None:
+        """The shared kernel `path` runs on, holding only its own suites; None: build it alone."""
+        group = self.groups().get(path.resolve())
+        if group is None:
+            return None
+        union = self._union(group, key)
+        if union is None:
+            return None
+        suites = self._own_suites(path, group, union)
+        if suites is None:
+            return None
+        self.state.kernels[key] = replace(self.state.kernels[union.key], key=key, seconds=None)
+        return replace(union, key=key, suites=frozenset(suites))
+
+    def groups(self) -> dict[Path, Group]:
+        if self._groups is None:
+            self._groups = plan_groups(fragments_in_run(self.state.config), self._fragment_or_none, self._tree_of)
+        return self._groups
+
+    def _fragment_or_none(self, path: Path) -> Fragment | None:
+        try:
+            return self.state.fragment_for(path)
+        except ConfigError:
+            return None
+
+    def _tree_of(self, path: Path) -> Hashable | None:
+        if suite_dir_for(path) is not None:  # out-of-tree suites placed into the tree: a build key of their own
+            return None
+        choice = self.state.tree_choice(path)
+        return (choice.source, choice.patch_dirs)
+
+    def _union(self, group: Group, key: str) -> Kernel | None:
+        """The group's kernel, built once (registered under the first asking fragment's key); None if it fails:
+        each member's own build then says what it says alone."""
+        if group not in self._unions:
+            progress = Progress(self.state.config)
+            fragment = union_fragment(self.state.fragment_for(path) for path in group.members)
+            request, choice = self.state.request(group.members[0], fragment)
+            try:
+                self._unions[group] = self.state.build_request(group.describe(), key, request, choice)
+            except (BuildError, ConfigError) as error:
+                progress.phase(f"the kernel shared by {group.describe()} failed; each builds alone: {error.args[0]}")
+                self._unions[group] = None
+        return self._unions[group]
+
+    def _own_suites(self, path: Path, group: Group, union: Kernel) -> set[str] | None:
+        """The suites `path`'s own kernel would hold, read from the union's build; None (said why) if unknown."""
+        progress = Progress(self.state.config)
+        build_dir = union.build.build_dir
+        try:
+            request, _ = self.state.request(path, self.state.fragment_for(path))
+            alone_text = completed_config(request)
+            # Whatever changes either side's answer changes the image or the configuration completed alone.
+            digest = hashlib.sha256(f"v1\0{union.build.image_digest}\0{alone_text}".encode()).hexdigest()[:16]
+            known = self.state.settings.cache_dir / "shared" / f"{digest}.json"
+            if known.exists():
+                suites = set(json.loads(known.read_text()))
+            else:
+                shared = read_dotconfig((build_dir / ".config").read_text())
+                with tempfile.TemporaryDirectory(dir=self.state.settings.cache_dir) as scratch:
+                    suites = membership.suites_alone(
+                        union.tree, build_dir, shared, read_dotconfig(alone_text), Path(scratch)
+                    )
+                known.parent.mkdir(parents=True, exist_ok=True)
+                write_atomically(known, json.dumps(sorted(suites)))
+        except (membership.Unknown, BuildError, ConfigError, OSError) as why:
+            progress.phase(f"{path.name} builds alone, not in the kernel shared by {group.describe()}: {why}")
+            return None
+        progress.done(f"{path.name} runs in the kernel shared by {group.describe()}: {len(suites)} suites of its own")
+        return suites

@@ -1,0 +1,120 @@
+"""--kunit-share-kernels on the fake tree: one build for a run's fragments, each running its own suites alone.
+
+Which suites a fragment's own kernel would hold is Kbuild's business (membership.py, tested on its own and on real
+builds); here a conftest stands in for it with the fake tree's rule (a suite with a "config" is built only when
+that symbol is y), so what is tested is the session around it: the union, the boots, the fall-backs."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import FakeKernel, no_traceback
+
+# The fake Kbuild's rule, as membership.suites_alone would read it from the union's objects.
+FAKE_MEMBERSHIP = """
+import json
+import os
+
+import pytest_kunit.membership as membership
+
+
+def suites_alone(tree, build_dir, union, alone, scratch):
+    if os.environ.get("FAKE_MEMBERSHIP_UNKNOWN"):
+        raise membership.Unknown("lib/kunit/Makefile: the fake says it cannot tell")
+    spec = json.loads((tree / "guest.json").read_text())
+    return {s["name"] for s in spec["suites"] if "config" not in s or alone.get("CONFIG_" + s["config"]) == "y"}
+
+
+membership.suites_alone = suites_alone
+"""
+# Each fragment runs the fake tree's own suites (3 passed, 2 failed, 1 skipped), a its a_case, b its b_case and b_fails.
+A_AND_B = {"passed": 3 * 2 + 1 + 1, "failed": 2 * 2 + 1, "skipped": 2}
+SYMBOLS = "".join(f'\nconfig {name}\n\tbool "{name}"\n\tdepends on KUNIT\n' for name in ("SHARE_A", "SHARE_B"))
+
+
+@pytest.fixture
+def two_fragments(pytester: pytest.Pytester, fake_kernel: FakeKernel) -> FakeKernel:
+    """Fragments a and b: each enables one suite of its own; the example suite is in both."""
+    with (fake_kernel.tree / "Kconfig").open("a") as stream:
+        stream.write(SYMBOLS)
+    spec = fake_kernel.spec()
+    spec["suites"] += [
+        {"name": "suite_a", "config": "SHARE_A", "cases": [{"name": "a_case"}]},
+        {"name": "suite_b", "config": "SHARE_B", "cases": [{"name": "b_case"}, {"name": "b_fails", "outcome": "fail"}]},
+    ]
+    fake_kernel.write_spec(spec)
+    pytester.makefile(".kunitconfig", a="CONFIG_KUNIT=y\nCONFIG_SHARE_A=y\n", b="CONFIG_KUNIT=y\nCONFIG_SHARE_B=y\n")
+    pytester.makeconftest(FAKE_MEMBERSHIP)
+    return fake_kernel
+
+
+def builds(fake_kernel: FakeKernel) -> list[str]:
+    return sorted(path.parent.name for path in (fake_kernel.cache / "build").glob("*/vmlinux"))
+
+
+def outcomes(result: pytest.RunResult) -> dict[str, str]:
+    return {
+        report.nodeid: report.outcome
+        for report in result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
+        if report.when == "call"
+    }
+
+
+def test_fragments_of_one_tree_build_one_kernel_and_each_runs_only_its_own_suites(
+    pytester: pytest.Pytester, two_fragments: FakeKernel
+) -> None:
+    result = pytester.runpytest_inprocess(*two_fragments.options("--kunit-share-kernels", "-v"))
+    result.assert_outcomes(**A_AND_B)
+    assert len(builds(two_fragments)) == 1
+    result.stdout.fnmatch_lines(["*a.kunitconfig runs in the kernel shared by a.kunitconfig+b.kunitconfig*"])
+    suites = {nodeid.split("::")[0] + "::" + nodeid.split("::")[1] for nodeid in outcomes(result)}
+    assert {suite for suite in suites if "suite_" in suite} == {"a.kunitconfig::suite_a", "b.kunitconfig::suite_b"}
+    # Every boot names what it runs: a boot of a's never runs b's suite, though the image holds it.
+    filters = two_fragments.filters()
+    assert len(filters) == 2 and all(glob is not None for glob in filters), filters
+    assert {("suite_a" in glob, "suite_b" in glob) for glob in filters if glob} == {(True, False), (False, True)}
+
+
+def test_verdicts_are_those_of_each_fragment_built_alone(pytester: pytest.Pytester, two_fragments: FakeKernel) -> None:
+    alone = pytester.runpytest_inprocess(*two_fragments.options("-v"))
+    assert len(builds(two_fragments)) == 2
+    shared = pytester.runpytest_inprocess(*two_fragments.options("--kunit-share-kernels", "-v"))
+    assert len(builds(two_fragments)) == 3
+    assert outcomes(shared) == outcomes(alone) and outcomes(alone)
+
+
+def test_a_fragment_that_sets_a_symbol_otherwise_builds_alone(
+    pytester: pytest.Pytester, two_fragments: FakeKernel
+) -> None:
+    pytester.makefile(".kunitconfig", c="CONFIG_KUNIT=y\n# CONFIG_SHARE_A is not set\n")
+    result = pytester.runpytest_inprocess(*two_fragments.options("--kunit-share-kernels"))
+    result.assert_outcomes(passed=3 * 3 + 1 + 1, failed=3 * 2 + 1, skipped=3)
+    assert len(builds(two_fragments)) == 2  # a + b shared, c alone
+
+
+def test_a_fragment_whose_suites_cannot_be_told_builds_alone_and_says_why(
+    pytester: pytest.Pytester, two_fragments: FakeKernel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_MEMBERSHIP_UNKNOWN", "1")
+    result = pytester.runpytest_inprocess(*two_fragments.options("--kunit-share-kernels"))
+    result.assert_outcomes(**A_AND_B)
+    assert len(builds(two_fragments)) == 3  # the union, then each alone
+    result.stdout.fnmatch_lines(
+        ["*a.kunitconfig builds alone, not in the kernel shared by *the fake says it cannot tell*"]
+    )
+    no_traceback(result)
+
+
+def test_one_fragment_alone_on_the_command_line_is_not_shared(
+    pytester: pytest.Pytester, two_fragments: FakeKernel
+) -> None:
+    result = pytester.runpytest_inprocess(*two_fragments.options("--kunit-share-kernels", "a.kunitconfig"))
+    result.assert_outcomes(passed=3 + 1, failed=2, skipped=1)
+    assert len(builds(two_fragments)) == 1
+    assert "runs in the kernel shared" not in result.stdout.str()
+
+
+def test_xdist_workers_share_the_one_build(pytester: pytest.Pytester, two_fragments: FakeKernel) -> None:
+    result = pytester.runpytest_subprocess(*two_fragments.options("--kunit-share-kernels", "-n", "2"))
+    result.assert_outcomes(**A_AND_B)
+    assert len(builds(two_fragments)) == 1

@@ -1,0 +1,56 @@
+"""Which fragments share a kernel (sharing.plan_groups): pure, on parsed fragments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_kunit.kconfig import Fragment, parse_fragment
+from pytest_kunit.sharing import Group, plan_groups, union_fragment
+
+TEXTS = {
+    "a": "CONFIG_KUNIT=y\nCONFIG_A=y\n",
+    "b": "CONFIG_KUNIT=y\nCONFIG_B=y\n",
+    "not-a": "CONFIG_KUNIT=y\n# CONFIG_A is not set\n",
+    "a-as-module": "CONFIG_KUNIT=y\nCONFIG_A=m\n",
+    "bad": "",
+}
+
+
+def fragment_of(path: Path) -> Fragment | None:
+    text = TEXTS[path.stem]
+    return parse_fragment(text, str(path)) if text else None
+
+
+def tree_of(path: Path) -> str | None:
+    return None if path.parent.name == "overlay" else path.parent.name
+
+
+def paths(*names: str, tree: str = "t") -> list[Path]:
+    return [Path(tree) / f"{name}.kunitconfig" for name in names]
+
+
+def test_fragments_of_one_tree_form_one_group_in_order() -> None:
+    a, b = paths("a", "b")
+    assert plan_groups([a, b], fragment_of, tree_of) == {a: Group((a, b)), b: Group((a, b))}
+
+
+def test_a_fragment_setting_a_symbol_otherwise_stays_out_whatever_the_value() -> None:
+    a, b, not_a, module = paths("a", "b", "not-a", "a-as-module")
+    groups = plan_groups([a, not_a, b, module], fragment_of, tree_of)
+    assert groups == {a: Group((a, b)), b: Group((a, b))}
+
+
+def test_other_trees_unreadable_fragments_and_lone_fragments_are_not_shared() -> None:
+    a, bad = paths("a", "bad")
+    (b_elsewhere,) = paths("b", tree="u")
+    (overlay,) = paths("b", tree="overlay")
+    assert plan_groups([a, bad, b_elsewhere, overlay], fragment_of, tree_of) == {}
+
+
+def test_the_union_holds_every_member_s_lines() -> None:
+    union = union_fragment(fragment for path in paths("a", "b") if (fragment := fragment_of(path)))
+    assert union.text() == "CONFIG_KUNIT=y\nCONFIG_A=y\nCONFIG_B=y\n"
+
+
+def test_a_group_is_named_in_one_word_for_the_built_line() -> None:
+    assert Group(tuple(paths("a", "b"))).describe() == "a.kunitconfig+b.kunitconfig"
