@@ -175,7 +175,7 @@ class SessionState:
             unlisted, known, locations = self.remote.kernel(path, key, self.config.rootpath, self.arch)
         else:
             unlisted, locations = self.build_kernel(path, key), None
-        listing = known or self._listing(unlisted, locations)
+        listing = known or self.listing(unlisted, locations)
         self.locations[key] = listing.locations
         # Only the counters of the directories the suites live in leave the guest.
         dirs = coverage.tested_dirs(file for file, _ in listing.locations.values())
@@ -245,7 +245,7 @@ class SessionState:
         tree = request.tree
         return Kernel(key, result, self.arch, tree.features, tree.path, cases=(), boot_args=boot_args, initrd=initrd)
 
-    def _listing(self, kernel: Kernel, locations: dict[str, tuple[str, int]] | None = None) -> CaseList:
+    def listing(self, kernel: Kernel, locations: dict[str, tuple[str, int]] | None = None) -> CaseList:
         """The image's cases (from a kunit.action=list boot) and their C locations (from its build, unless given),
         cached by image hash."""
         cache_dir, digest = self.settings.cache_dir, kernel.build.image_digest

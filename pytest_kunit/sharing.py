@@ -108,6 +108,22 @@ def union_fragment(fragments: Iterable[Fragment]) -> Fragment:
     return total
 
 
+def shown_names(build_dir: Path, cases: Sequence[tuple[str, str]], stored: set[str]) -> set[str]:
+    """The names the kernel lists `stored` suites under. The objects store most suites' names as the kernel prints
+    them; the series' module_test() suites take theirs at boot from their module. Both orders are the link order, so
+    they pair by position, each pair either the same name or one the kernel never prints; anything else (another
+    order, another count) raises membership.Unknown."""
+    order = [name for item in membership.suite_objects(build_dir) for name in item.suites]
+    listed = list(dict.fromkeys(suite for suite, _ in cases))
+    if len(order) != len(listed):
+        raise membership.Unknown(f"the kernel lists {len(listed)} suites, its objects register {len(order)}")
+    printed, names = set(listed), {}
+    for name, shown in zip(order, listed, strict=True):
+        if (name != shown and name in printed) or names.setdefault(name, shown) != shown:
+            raise membership.Unknown(f"the kernel lists its suites in another order than its objects ({name}, {shown})")
+    return {names[name] for name in stored}
+
+
 class Sharing:
     """One session's shared kernels: which fragments share, each union built once, each member's own suites."""
 
@@ -126,6 +142,11 @@ class Sharing:
             return None
         suites = self._own_suites(path, group, union)
         if suites is None:
+            return None
+        try:
+            suites = shown_names(union.build.build_dir, self.state.listing(union).cases, suites)
+        except membership.Unknown as why:
+            Progress(self.state.config).phase(f"{path.name} builds alone: {why}")
             return None
         self.state.kernels[key] = replace(self.state.kernels[union.key], key=key, seconds=None)
         return replace(union, key=key, suites=frozenset(suites))

@@ -25,7 +25,20 @@ def suites_alone(tree, build_dir, union, alone, scratch):
     return {s["name"] for s in spec["suites"] if "config" not in s or alone.get("CONFIG_" + s["config"]) == "y"}
 
 
-membership.suites_alone = suites_alone
+def suite_objects(build_dir):
+    spec = json.loads((build_dir / "vmlinux").read_bytes()[64:-64])  # the fake image: the guest spec in an ELF file
+    return [membership.SuiteObject(f"lib/{s['name']}.o", (s["name"],)) for s in spec.get("suites", [])]
+
+
+ORIGINALS = (membership.suites_alone, membership.suite_objects)
+
+
+def pytest_configure(config):
+    membership.suites_alone, membership.suite_objects = suites_alone, suite_objects
+
+
+def pytest_unconfigure(config):  # in-process runs share the test process's module: put it back
+    membership.suites_alone, membership.suite_objects = ORIGINALS
 """
 # Each fragment runs the fake tree's own suites (3 passed, 2 failed, 1 skipped), a its a_case, b its b_case and b_fails.
 A_AND_B = {"passed": 3 * 2 + 1 + 1, "failed": 2 * 2 + 1, "skipped": 2}

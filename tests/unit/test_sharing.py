@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from pytest_kunit import membership
 from pytest_kunit.kconfig import Fragment, parse_fragment
-from pytest_kunit.sharing import Group, plan_groups, union_fragment
+from pytest_kunit.sharing import Group, plan_groups, shown_names, union_fragment
 
 TEXTS = {
     "a": "CONFIG_KUNIT=y\nCONFIG_A=y\n",
@@ -54,3 +57,26 @@ def test_the_union_holds_every_member_s_lines() -> None:
 
 def test_a_group_is_named_in_one_word_for_the_built_line() -> None:
     assert Group(tuple(paths("a", "b"))).describe() == "a.kunitconfig+b.kunitconfig"
+
+
+def stored(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+    objects = [membership.SuiteObject(f"lib/{name}.o", (name,)) for name in names]
+    monkeypatch.setattr(membership, "suite_objects", lambda build_dir: objects)
+
+
+def test_a_suite_renamed_at_boot_is_known_by_its_printed_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The series' module_test() suites store `test_module` and print their module's name.
+    stored(monkeypatch, "example", "test_module", "other")
+    cases = [("example", "a"), ("My_fabulous_test_module", "b"), ("other", "c")]
+    assert shown_names(Path("b"), cases, {"test_module", "other"}) == {"My_fabulous_test_module", "other"}
+
+
+@pytest.mark.parametrize(
+    "listed",
+    [["other", "example"], ["example"], ["example", "other", "third"]],
+    ids=["another order", "fewer", "more"],
+)
+def test_suites_that_do_not_pair_by_position_cannot_be_told(monkeypatch: pytest.MonkeyPatch, listed: list[str]) -> None:
+    stored(monkeypatch, "example", "other")
+    with pytest.raises(membership.Unknown):
+        shown_names(Path("b"), [(suite, "case") for suite in listed], {"example"})
