@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +28,7 @@ from .build import completed_config
 from .cache import write_atomically
 from .errors import BuildError, ConfigError
 from .items import collects, is_fragment
-from .kconfig import Fragment, read_dotconfig
+from .kconfig import Fragment, parse_fragment, read_dotconfig
 from .overlay import suite_dir_for
 from .progress import Progress
 from .runner import Kernel
@@ -117,11 +117,27 @@ def shown_names(build_dir: Path, cases: Sequence[tuple[str, str]], stored: set[s
     listed = list(dict.fromkeys(suite for suite, _ in cases))
     if len(order) != len(listed):
         raise membership.Unknown(f"the kernel lists {len(listed)} suites, its objects register {len(order)}")
-    printed, names = set(listed), {}
+    printed, names = set(listed), dict[str, str]()
     for name, shown in zip(order, listed, strict=True):
         if (name != shown and name in printed) or names.setdefault(name, shown) != shown:
             raise membership.Unknown(f"the kernel lists its suites in another order than its objects ({name}, {shown})")
     return {names[name] for name in stored}
+
+
+def superset(configs: Iterable[Mapping[str, str]]) -> str:
+    """Fragment lines enabling every symbol one of `configs` enables (y over m), and setting every other value all
+    of them that set it agree on (a string, a number); values they disagree on are left to Kconfig."""
+    values: dict[str, set[str]] = {}
+    for config in configs:
+        for symbol, value in config.items():
+            values.setdefault(symbol, set()).add(value)
+    lines = []
+    for symbol, seen in sorted(values.items()):
+        if seen <= {"y", "m"}:
+            lines.append(f"{symbol}={'y' if 'y' in seen else 'm'}")
+        elif len(seen) == 1:
+            lines.append(f"{symbol}={seen.pop()}")
+    return "\n".join(lines) + "\n"
 
 
 class Sharing:
@@ -172,15 +188,28 @@ class Sharing:
         """The group's kernel, built once (registered under the first asking fragment's key); None if it fails:
         each member's own build then says what it says alone."""
         if group not in self._unions:
-            progress = Progress(self.state.config)
-            fragment = union_fragment(self.state.fragment_for(path) for path in group.members)
-            request, choice = self.state.request(group.members[0], fragment)
             try:
-                self._unions[group] = self.state.build_request(group.describe(), key, request, choice)
+                self._unions[group] = self._build_union(group, key)
             except (BuildError, ConfigError) as error:
-                progress.phase(f"the kernel shared by {group.describe()} failed; each builds alone: {error.args[0]}")
+                message = f"the kernel shared by {group.describe()} failed; each builds alone: {error.args[0]}"
+                Progress(self.state.config).phase(message)
                 self._unions[group] = None
         return self._unions[group]
+
+    def _build_union(self, group: Group, key: str) -> Kernel:
+        """A kernel whose configuration holds each member's own: every symbol any member's completed configuration
+        enables (a fragment's lines alone would let one member's EXPERT=y turn off defaults the others keep), then
+        every member's own lines; whatever Kconfig does not keep of it is left out before the build, so that the
+        build's check of its lines passes and membership.py finds what the union lacks."""
+        state, first = self.state, group.members[0]
+        explicit = union_fragment(state.fragment_for(path) for path in group.members)
+        completed = [completed_config(state.request(path, state.fragment_for(path))[0]) for path in group.members]
+        wanted = parse_fragment(superset(read_dotconfig(text) for text in completed), "the members' configurations")
+        wanted = wanted + explicit
+        held = read_dotconfig(completed_config(state.request(first, wanted)[0]))
+        kept = Fragment(tuple(entry for entry in wanted.entries if held.get(entry.symbol, "n") == entry.value))
+        request, choice = state.request(first, kept)
+        return state.build_request(group.describe(), key, request, choice)
 
     def _own_suites(self, path: Path, group: Group, union: Kernel) -> set[str] | None:
         """The suites `path`'s own kernel would hold, read from the union's build; None (said why) if unknown."""

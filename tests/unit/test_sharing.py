@@ -8,7 +8,7 @@ import pytest
 
 from pytest_kunit import membership
 from pytest_kunit.kconfig import Fragment, parse_fragment
-from pytest_kunit.sharing import Group, plan_groups, shown_names, union_fragment
+from pytest_kunit.sharing import Group, plan_groups, shown_names, superset, union_fragment
 
 TEXTS = {
     "a": "CONFIG_KUNIT=y\nCONFIG_A=y\n",
@@ -80,3 +80,14 @@ def test_suites_that_do_not_pair_by_position_cannot_be_told(monkeypatch: pytest.
     stored(monkeypatch, "example", "other")
     with pytest.raises(membership.Unknown):
         shown_names(Path("b"), [(suite, "case") for suite in listed], {"example"})
+
+
+def test_the_superset_enables_what_any_member_enables_and_keeps_values_all_agree_on() -> None:
+    kunit = {"CONFIG_KUNIT": "y", "CONFIG_NAMESPACES": "y", "CONFIG_LOG_BUF_SHIFT": "17", "CONFIG_FOO": "m"}
+    all_tests = {"CONFIG_KUNIT": "y", "CONFIG_EXPERT": "y", "CONFIG_LOG_BUF_SHIFT": "14", "CONFIG_FOO": "y"}
+    assert superset([kunit, all_tests]).splitlines() == [
+        "CONFIG_EXPERT=y",
+        "CONFIG_FOO=y",
+        "CONFIG_KUNIT=y",
+        "CONFIG_NAMESPACES=y",  # EXPERT=y alone would turn it off: the union keeps what the kunit kernel has
+    ]
