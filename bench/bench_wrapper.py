@@ -11,7 +11,7 @@ fragment's build time, and ccache's hits, from the "built ..." lines pytest-kuni
 - ccache-warm: the same again into another empty pytest-kunit cache, ccache kept: a cold build with a warm ccache
   (a second checkout, or a pytest-kunit cache wiped with rm -rf).
 Any other name runs through ccache as it stands (ccache-of=testsuites/of.kunitconfig after ccache-cold on another
-fragment: what one fragment hits of another's compiles); a name ending in -cold wipes ccache first, one starting with
+fragment: what one fragment hits of another's compiles); a name ending in -cold wipes ccache first, one containing
 plain runs without a wrapper.
 
 - kunit.py: upstream's `kunit.py run` cold (a new --build_dir) on the same tree and fragment (which it must name:
@@ -54,8 +54,9 @@ _BUILT = re.compile(r"built (\S+) in ([\d.]+) s \(log: [^;)]*(?:; ccache: (\d+) 
 
 
 def wrapper_of(scenario: str) -> str:
-    """plain* runs without a wrapper, anything else through ccache; *-cold starts from an empty ccache."""
-    return "none" if scenario.startswith("plain") else "ccache"
+    """A name with "plain" in it runs without a wrapper, anything else through ccache; *-cold starts from an empty
+    ccache."""
+    return "none" if "plain" in scenario else "ccache"
 
 
 def outcomes(junit: Path) -> dict[str, str]:

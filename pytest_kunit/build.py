@@ -108,7 +108,7 @@ def _configure(request: BuildRequest, make: Make, fragment: Fragment) -> None:
     check_fragment(fragment, current, request.tree.path, request.arch.make.source_arch)
 
 
-def completed_config(request: BuildRequest) -> str:
+def completed_config(request: BuildRequest, progress: ProgressCallback | None = None) -> str:
     """The `.config` the request's fragment gives on its own, Kconfig's defaults completing it, without a build:
     `syncconfig` in a directory of its own in the cache, done again only when it would change (sharing.py compares
     it with a shared kernel's). Raises ConfigError as the build would."""
@@ -117,6 +117,8 @@ def completed_config(request: BuildRequest) -> str:
     with cache_lock(request.cache_dir, f"config-{directory.name}", f"completing a configuration in {directory}"):
         directory.mkdir(parents=True, exist_ok=True)
         if not _configured(request.tree.path, directory):
+            if progress is not None:
+                progress.phase(f"completing a configuration in {directory} (no build)")
             log = directory / "config.log"
             log.write_text(f"# pytest-kunit: the configuration of {request.tree.path} alone\n")
             _configure(

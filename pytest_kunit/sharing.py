@@ -164,7 +164,8 @@ class Sharing:
         except membership.Unknown as why:
             Progress(self.state.config).phase(f"{path.name} builds alone: {why}")
             return None
-        self.state.kernels[key] = replace(self.state.kernels[union.key], key=key, seconds=None)
+        if key != union.key:  # the first member's record carries the build's seconds; the others built nothing
+            self.state.kernels[key] = replace(self.state.kernels[union.key], key=key, seconds=None)
         return replace(union, key=key, suites=frozenset(suites))
 
     def groups(self) -> dict[Path, Group]:
@@ -203,10 +204,13 @@ class Sharing:
         build's check of its lines passes and membership.py finds what the union lacks."""
         state, first = self.state, group.members[0]
         explicit = union_fragment(state.fragment_for(path) for path in group.members)
-        completed = [completed_config(state.request(path, state.fragment_for(path))[0]) for path in group.members]
+        progress = Progress(state.config)
+        completed = [
+            completed_config(state.request(path, state.fragment_for(path))[0], progress) for path in group.members
+        ]
         wanted = parse_fragment(superset(read_dotconfig(text) for text in completed), "the members' configurations")
         wanted = wanted + explicit
-        held = read_dotconfig(completed_config(state.request(first, wanted)[0]))
+        held = read_dotconfig(completed_config(state.request(first, wanted)[0], progress))
         kept = Fragment(tuple(entry for entry in wanted.entries if held.get(entry.symbol, "n") == entry.value))
         request, choice = state.request(first, kept)
         return state.build_request(group.describe(), key, request, choice)
