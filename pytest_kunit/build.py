@@ -196,11 +196,16 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
                 if configured
                 else linkonly.Plan((), "the configuration was completed again")  # what compiles, and how, may differ
             )
-            why = linkonly.build(make, route, progress) if route.objects else route.reason
-            if why:
-                full_make(make, progress, f"not link-only: {why}" if image.exists() else "")
+            done = linkonly.build(make, route, progress) if route.objects else linkonly.Built(route.reason)
+            if done.why:
+                full_make(make, progress, f"not link-only: {done.why}" if image.exists() else "")
             else:
                 note = f"link-only: {len(route.objects)} object{'s' if len(route.objects) > 1 else ''} recompiled"
+                note += (
+                    ""
+                    if done.linked
+                    else f", as {image.name} holds {'them' if len(route.objects) > 1 else 'it'}: no link"
+                )
             note = "; ".join(part for part in (note, hit_note(before, ccache_counts(wrapping))) if part)
             if not image.exists():
                 raise BuildError(f"make succeeded but {image} is missing.", f"read the build log {log}.")

@@ -187,10 +187,37 @@ def _readers(build_dir: Path, sources: Iterable[str]) -> dict[str, set[str]]:
     return {source: found.get(os.path.realpath(source), set()) for source in sources}
 
 
-def build(make: Make, chosen: Plan, progress: ProgressCallback) -> str:
-    """Compile the plan's objects and link vmlinux again; "" when done, else why the full make must follow (its
-    walk then rebuilds whatever this left undone). A compile error is the user's and raised as BuildError."""
+@dataclass(frozen=True)
+class Built:
+    why: str = ""  # why the full make must follow (its walk then rebuilds whatever this left undone); "": done
+    linked: bool = True  # False: each object compiled byte for byte as vmlinux was linked from it, so no link
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _as_linked(build_dir: Path, obj: str, image: Path) -> str | None:
+    """The object's digest if the image was linked after it was last written, so from exactly these bytes (a link
+    that never followed a compile, say an interrupted run, leaves the object the newer); else None."""
+    try:
+        if (build_dir / obj).stat().st_mtime_ns >= image.stat().st_mtime_ns:
+            return None
+    except OSError:
+        return None
+    return _digest(build_dir / obj)
+
+
+def build(make: Make, chosen: Plan, progress: ProgressCallback) -> Built:
+    """Compile the plan's objects and link vmlinux again, unless every object came out as the image holds it (an edit
+    to a comment): linking the same objects again would give the same image. A compile error is the user's and
+    raised as BuildError."""
     objects = chosen.objects
+    image = make.build_dir / make.arch.make.image
+    as_linked = {obj: _as_linked(make.build_dir, obj, image) for obj in objects}
     progress.phase(
         f"building kernel: link-only: make {' '.join(objects)}, then the vmlinux link (no tree walk); log: {make.log}"
     )
@@ -201,14 +228,19 @@ def build(make: Make, chosen: Plan, progress: ProgressCallback) -> str:
     expected = {*objects, *(_cmd_file(obj) for obj in objects), *REWRITTEN, marker.name, make.log.name}
     written = changed_since(make.build_dir, since)
     if written is None:
-        return "what the compile wrote could not be read"
+        return Built("what the compile wrote could not be read")
     stray = sorted(
         relative
         for path in written
         if (relative := os.path.relpath(path, make.build_dir)) not in expected and not os.path.isdir(path)
     )
     if stray:
-        return f"the compile also wrote {stray[0]}"
+        return Built(f"the compile also wrote {stray[0]}")
+    if all(digest is not None and digest == _digest(make.build_dir / obj) for obj, digest in as_linked.items()):
+        image.touch()  # linked from these bytes: as current as a link now would make it
+        with make.log.open("a") as stream:
+            stream.write(f"# link-only: compiled {', '.join(objects)}, each as {image.name} holds it: no link\n")
+        return Built(linked=False)
     # vmlinux.a names the recompiled files, so it is as it was: vmlinux.o, linked from it, must be made again.
     (make.build_dir / "vmlinux.o").unlink(missing_ok=True)
     started = time.monotonic()
@@ -216,8 +248,8 @@ def build(make: Make, chosen: Plan, progress: ProgressCallback) -> str:
         # `-o .`: the build directory's descent (the tree walk) counts as done; only the link runs.
         make.run(make.in_build_dir(f"-j{make.jobs}", "-o", ".", make.arch.make.target), progress)
     except BuildError as error:
-        return f"the link-only make failed ({error.args[0] if error.args else error})"
+        return Built(f"the link-only make failed ({error.args[0] if error.args else error})")
     with make.log.open("a") as stream:
         linked = f"linked {make.arch.make.target} in {time.monotonic() - started:.1f} s"
         stream.write(f"# link-only: compiled {', '.join(objects)}, {linked}\n")
-    return ""
+    return Built()

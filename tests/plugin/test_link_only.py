@@ -221,3 +221,33 @@ def test_pytests_own_cache_in_the_tree_is_no_edit(pytester: pytest.Pytester, bui
     edited = in_tree()
     edited.assert_outcomes(failed=1)
     edited.stdout.fnmatch_lines(["kunit: built .kunitconfig in * (log: *; link-only: 1 object recompiled*"])
+
+
+def test_an_object_compiled_as_the_image_holds_it_needs_no_link(project: pytest.Pytester, built: FakeKernel) -> None:
+    source = built.tree / EXAMPLE
+    source.write_text(source.read_text() + "/* a comment: the same object */\n")
+    result = run(project, built)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*link-only: 1 object recompiled, as vmlinux holds it: no link*"])
+    assert make_runs(built)[-1] == f"{EXAMPLE[:-2]}.o"
+    result.stdout.fnmatch_lines(["*kernel builds: 1 (*"])  # a build: the compile, which found the object unchanged
+    # The next edit changes the object: linked again, and its outcome is the console's.
+    fail_example(built)
+    run(project, built).assert_outcomes(failed=1)
+    assert make_runs(built)[-2:] == [f"{EXAMPLE[:-2]}.o", "vmlinux"]
+
+
+def test_an_object_the_image_was_not_linked_from_is_linked_whatever_its_bytes(
+    project: pytest.Pytester, built: FakeKernel
+) -> None:
+    """A compile the link never followed (an interrupted run) leaves the object newer than the image: the bytes it
+    would be compared with were never linked."""
+    fail_example(built)
+    (build_dir,) = built.cache.glob("build/*/")
+    project.run(
+        "python3", str(built.tree / "fake_make.py"), f"{EXAMPLE[:-2]}.o", str(build_dir)
+    )  # compiled, not linked
+    source = built.tree / EXAMPLE
+    source.write_text(source.read_text() + "/* a comment */\n")
+    run(project, built).assert_outcomes(failed=1)
+    assert make_runs(built)[-2:] == [f"{EXAMPLE[:-2]}.o", "vmlinux"]
