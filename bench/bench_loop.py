@@ -8,8 +8,9 @@ Trees (--tree):
             project; kunit.py runs on that same tree with --kunitconfig=testsuites/kunit.kunitconfig
   DIR       a user's kernel tree (e.g. Debian's 6.12 extracted): pytest run from inside it on lib/kunit/ (its
             .kunitconfig), kunit.py with --kunitconfig=lib/kunit
-Edits (--edit): comment (append a comment line) or statement (rewrite a statement of example_simple_test, each
-time the other of two forms). Both tools build before the first pair (untimed), so every timed run rebuilds exactly
+Edits (--edit): comment (append a comment line: the same object, which pytest-kunit compiles and does not link)
+or statement (rewrite a statement of example_simple_test, differently each run: a new object, linked). Both tools
+build before the first pair (untimed), so every timed run rebuilds exactly
 the edit; a pytest-kunit run that did not rebuild invalidates the figure. Each run's phases are timed from the lines
 both tools print as they go (pytest-kunit's "kunit: ..." progress lines, kunit.py's "[hh:mm:ss] ..." lines).
 Beside each run's wall time, its CPU time (user + system of the tool and everything it started): the machine is
@@ -39,7 +40,7 @@ from pytest_kunit.tree import prepare
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = "lib/kunit/kunit-example-test.c"
-STATEMENT = ("KUNIT_EXPECT_EQ(test, 1 + 1, 2);", "KUNIT_EXPECT_EQ(test, 2 + 0, 2);")  # same verdict, other code
+STATEMENT = "KUNIT_EXPECT_EQ(test, 1 + 1, 2);"  # followed by a kunit_info() of N: the same verdict, new code
 ONLY_OURS = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
 
 
@@ -126,9 +127,12 @@ def _children_cpu() -> float:
 def edited(original: str, kind: str, number: int) -> str:
     if kind == "comment":
         return original + "".join(f"// bench edit {n}\n" for n in range(number + 1))
-    if STATEMENT[0] not in original:
-        raise SystemExit(f"{EXAMPLE} has no `{STATEMENT[0]}` to rewrite")
-    return original.replace(STATEMENT[0], STATEMENT[(number + 1) % 2], 1)  # the first: in example_simple_test
+    if STATEMENT not in original:
+        raise SystemExit(f"{EXAMPLE} has no `{STATEMENT}` to rewrite")
+    # The first: in example_simple_test. A number no run printed before makes every run's object new: a rewrite the
+    # compiler folds away (1 + 1 as 2 + 0) leaves the object as it was, and pytest-kunit, which links no object the
+    # image already holds, would time no link.
+    return original.replace(STATEMENT, f'{STATEMENT} kunit_info(test, "bench edit {number}");', 1)
 
 
 def main() -> int:
