@@ -81,9 +81,10 @@ def run_example_simple_test(tree: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_edit_build_test_loop_lists_again_only_when_names_change(tree_6_12: Path) -> None:
-    """Appending a line to a test source rebuilds link-only (that object compiled, vmlinux linked, no tree walk)
-    and boots once (the case list read from the objects' suite tables); an edit that makes the case fail is built
-    and seen failing, and putting it back passes again; renaming the suite lists again. Five incremental builds of
+    """Appending a comment to a test source compiles that object alone, finds it as vmlinux holds it and links
+    nothing, and boots once; an edit that makes the case fail is built link-only (the object compiled, vmlinux
+    linked, no tree walk; the case list read from the objects' suite tables) and seen failing, and putting it back
+    passes again; renaming the suite lists again. Five incremental builds of
     the tree the test above built (and one more in the next run, for the source put back)."""
     source = tree_6_12 / "lib/kunit/kunit-example-test.c"
     original = source.read_text()
@@ -96,15 +97,15 @@ def test_the_edit_build_test_loop_lists_again_only_when_names_change(tree_6_12: 
         edited = run_example_simple_test(tree_6_12)
         report = edited.stdout[-6000:]
         assert "kernel builds: 1 " in edited.stdout and "guest boots: 1 " in edited.stdout, report
-        assert "the case list of" in edited.stdout and "PASSED" in edited.stdout, report
-        assert link_only in edited.stdout, report
+        assert f"{link_only}, as vmlinux holds it: no link" in edited.stdout and "PASSED" in edited.stdout, report
         # The link-only image is the edited one: a failing expectation fails, and passes once put back.
         failing = original.replace("KUNIT_EXPECT_EQ(test, 1 + 1, 2);", "KUNIT_EXPECT_EQ(test, 1 + 1, 3);", 1)
         assert failing != original
         source.write_text(failing)
         failed = run_example_simple_test(tree_6_12)
         report = failed.stdout[-6000:]
-        assert link_only in failed.stdout and "example_simple_test FAILED" in failed.stdout, report
+        assert link_only in failed.stdout and "no link" not in failed.stdout, report
+        assert "the case list of" in failed.stdout and "example_simple_test FAILED" in failed.stdout, report
         assert "Expected 1 + 1 == 3, but" in failed.stdout, report
         source.write_text(original + "// pytest-kunit real tier: an edit\n")
         restored = run_example_simple_test(tree_6_12)
