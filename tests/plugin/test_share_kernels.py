@@ -6,9 +6,12 @@ that symbol is y), so what is tested is the session around it: the union, the bo
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from .conftest import FakeKernel, no_traceback
+from .test_remote import remote_options
 
 # The fake Kbuild's rule, as membership.suites_alone would read it from the union's objects.
 FAKE_MEMBERSHIP = """
@@ -131,3 +134,14 @@ def test_xdist_workers_share_the_one_build(pytester: pytest.Pytester, two_fragme
     result = pytester.runpytest_subprocess(*two_fragments.options("--kunit-share-kernels", "-n", "2"))
     result.assert_outcomes(**A_AND_B)
     assert len(builds(two_fragments)) == 1
+
+
+def test_workers_on_other_hosts_get_each_fragment_s_suites_from_the_controller(
+    pytester: pytest.Pytester, two_fragments: FakeKernel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    controller, workers = tmp_path / "controller", tmp_path / "workers"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(controller))
+    result = pytester.runpytest_subprocess(*remote_options(two_fragments, workers, "--kunit-share-kernels"))
+    result.assert_outcomes(**A_AND_B)  # b's suite never collected for a, nor a's for b, on the workers too
+    result.stdout.fnmatch_lines(["kernel builds: 1 (*"])
+    assert len(list((controller / "pytest-kunit" / "build").glob("*/vmlinux"))) == 1
