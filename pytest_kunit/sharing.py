@@ -147,6 +147,13 @@ class Sharing:
         self.state = state
         self._groups: dict[Path, Group] | None = None
         self._unions: dict[Group, Kernel | None] = {}
+        self._fragments: dict[Path, Fragment] = {}
+
+    def _fragment(self, path: Path) -> Fragment:
+        """A member's fragment, read (and its pytest_kunit_kconfig hooks called) once a session."""
+        if path not in self._fragments:
+            self._fragments[path] = self.state.fragment_for(path)
+        return self._fragments[path]
 
     def kernel(self, path: Path, key: str) -> Kernel | None:
         """The shared kernel `path` runs on, holding only its own suites; None: build it alone."""
@@ -159,11 +166,6 @@ class Sharing:
         suites = self._own_suites(path, group, union)
         if suites is None:
             return None
-        try:
-            suites = shown_names(union.build.build_dir, self.state.listing(union).cases, suites)
-        except membership.Unknown as why:
-            Progress(self.state.config).phase(f"{path.name} builds alone: {why}")
-            return None
         if key != union.key:  # the first member's record carries the build's seconds; the others built nothing
             self.state.kernels[key] = replace(self.state.kernels[union.key], key=key, seconds=None)
         return replace(union, key=key, suites=frozenset(suites))
@@ -175,7 +177,7 @@ class Sharing:
 
     def _fragment_or_none(self, path: Path) -> Fragment | None:
         try:
-            return self.state.fragment_for(path)
+            return self._fragment(path)
         except ConfigError:
             return None
 
@@ -203,11 +205,9 @@ class Sharing:
         every member's own lines; whatever Kconfig does not keep of it is left out before the build, so that the
         build's check of its lines passes and membership.py finds what the union lacks."""
         state, first = self.state, group.members[0]
-        explicit = union_fragment(state.fragment_for(path) for path in group.members)
+        explicit = union_fragment(self._fragment(path) for path in group.members)
         progress = Progress(state.config)
-        completed = [
-            completed_config(state.request(path, state.fragment_for(path))[0], progress) for path in group.members
-        ]
+        completed = [completed_config(state.request(path, self._fragment(path))[0], progress) for path in group.members]
         wanted = parse_fragment(superset(read_dotconfig(text) for text in completed), "the members' configurations")
         wanted = wanted + explicit
         held = read_dotconfig(completed_config(state.request(first, wanted)[0], progress))
@@ -216,23 +216,25 @@ class Sharing:
         return state.build_request(group.describe(), key, request, choice)
 
     def _own_suites(self, path: Path, group: Group, union: Kernel) -> set[str] | None:
-        """The suites `path`'s own kernel would hold, read from the union's build; None (said why) if unknown."""
+        """The suites `path`'s own kernel would hold, read from the union's build, by the names the kernel prints;
+        kept in the cache for the next run. None (said why) if unknown."""
         progress = Progress(self.state.config)
         build_dir = union.build.build_dir
         try:
-            request, _ = self.state.request(path, self.state.fragment_for(path))
+            request, _ = self.state.request(path, self._fragment(path))
             alone_text = completed_config(request)
             # Whatever changes either side's answer changes the image or the configuration completed alone.
-            digest = hashlib.sha256(f"v1\0{union.build.image_digest}\0{alone_text}".encode()).hexdigest()[:16]
+            digest = hashlib.sha256(f"v2\0{union.build.image_digest}\0{alone_text}".encode()).hexdigest()[:16]
             known = self.state.settings.cache_dir / "shared" / f"{digest}.json"
             if known.exists():
                 suites = set(json.loads(known.read_text()))
             else:
                 shared = read_dotconfig((build_dir / ".config").read_text())
                 with tempfile.TemporaryDirectory(dir=self.state.settings.cache_dir) as scratch:
-                    suites = membership.suites_alone(
+                    stored = membership.suites_alone(
                         union.tree, build_dir, shared, read_dotconfig(alone_text), Path(scratch)
                     )
+                suites = shown_names(build_dir, self.state.listing(union).cases, stored)
                 known.parent.mkdir(parents=True, exist_ok=True)
                 write_atomically(known, json.dumps(sorted(suites)))
         except (membership.Unknown, BuildError, ConfigError, OSError) as why:
