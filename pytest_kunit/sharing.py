@@ -43,8 +43,14 @@ class Group:
 
     members: tuple[Path, ...]
 
-    def describe(self) -> str:
-        return "+".join(path.name for path in self.members)  # one word: the "built" line's name
+    def describe(self, base: Path) -> str:
+        """One word (the "built" line's name): each member relative to `base` (in-tree fragments are all named
+        .kunitconfig) where it lies below it."""
+        return "+".join(shown_path(path, base) for path in self.members)
+
+
+def shown_path(path: Path, base: Path) -> str:
+    return os.path.relpath(path, base) if path.is_relative_to(base) else str(path)
 
 
 def fragments_in_run(config: pytest.Config) -> list[Path]:
@@ -110,17 +116,21 @@ def union_fragment(fragments: Iterable[Fragment]) -> Fragment:
 
 def shown_names(build_dir: Path, cases: Sequence[tuple[str, str]], stored: set[str]) -> set[str]:
     """The names the kernel lists `stored` suites under. The objects store most suites' names as the kernel prints
-    them; the series' module_test() suites take theirs at boot from their module. Both orders are the link order, so
-    they pair by position, each pair either the same name or one the kernel never prints; anything else (another
-    order, another count) raises membership.Unknown."""
+    them; the series' module_test() suites take theirs at boot from their module: those, stored under a name the
+    kernel never prints, pair in link order with the printed names no object stores. The kernel's own order is not
+    the objects' (6.12 lists init-time suites first), so nothing else is paired by position; counts that do not match
+    raise membership.Unknown."""
     order = [name for item in membership.suite_objects(build_dir) for name in item.suites]
     listed = list(dict.fromkeys(suite for suite, _ in cases))
-    if len(order) != len(listed):
-        raise membership.Unknown(f"the kernel lists {len(listed)} suites, its objects register {len(order)}")
-    printed, names = set(listed), dict[str, str]()
-    for name, shown in zip(order, listed, strict=True):
-        if (name != shown and name in printed) or names.setdefault(name, shown) != shown:
-            raise membership.Unknown(f"the kernel lists its suites in another order than its objects ({name}, {shown})")
+    printed, known = set(listed), set(order)
+    renamed = [name for name in order if name not in printed]
+    unstored = [shown for shown in listed if shown not in known]
+    if len(order) != len(listed) or len(renamed) != len(unstored) or len(set(renamed)) != len(renamed):
+        raise membership.Unknown(
+            f"the kernel lists {len(listed)} suites, its objects register {len(order)}, "
+            f"{len(renamed)} under names the kernel does not print"
+        )
+    names = {name: name for name in known & printed} | dict(zip(renamed, unstored, strict=True))
     return {names[name] for name in stored}
 
 
@@ -170,6 +180,12 @@ class Sharing:
             self.state.kernels[key] = replace(self.state.kernels[union.key], key=key, seconds=None)
         return replace(union, key=key, suites=frozenset(suites))
 
+    def _describe(self, group: Group) -> str:
+        return group.describe(self.state.config.invocation_params.dir.resolve())
+
+    def _shown(self, path: Path) -> str:
+        return shown_path(path.resolve(), self.state.config.invocation_params.dir.resolve())
+
     def groups(self) -> dict[Path, Group]:
         if self._groups is None:
             self._groups = plan_groups(fragments_in_run(self.state.config), self._fragment_or_none, self._tree_of)
@@ -194,7 +210,7 @@ class Sharing:
             try:
                 self._unions[group] = self._build_union(group, key)
             except (BuildError, ConfigError) as error:
-                message = f"the kernel shared by {group.describe()} failed; each builds alone: {error.args[0]}"
+                message = f"the kernel shared by {self._describe(group)} failed; each builds alone: {error.args[0]}"
                 Progress(self.state.config).phase(message)
                 self._unions[group] = None
         return self._unions[group]
@@ -213,7 +229,7 @@ class Sharing:
         held = read_dotconfig(completed_config(state.request(first, wanted)[0], progress))
         kept = Fragment(tuple(entry for entry in wanted.entries if held.get(entry.symbol, "n") == entry.value))
         request, choice = state.request(first, kept)
-        return state.build_request(group.describe(), key, request, choice)
+        return state.build_request(self._describe(group), key, request, choice)
 
     def _own_suites(self, path: Path, group: Group, union: Kernel) -> set[str] | None:
         """The suites `path`'s own kernel would hold, read from the union's build, by the names the kernel prints;
@@ -238,7 +254,11 @@ class Sharing:
                 known.parent.mkdir(parents=True, exist_ok=True)
                 write_atomically(known, json.dumps(sorted(suites)))
         except (membership.Unknown, BuildError, ConfigError, OSError) as why:
-            progress.phase(f"{path.name} builds alone, not in the kernel shared by {group.describe()}: {why}")
+            progress.phase(
+                f"{self._shown(path)} builds alone, not in the kernel shared by {self._describe(group)}: {why}"
+            )
             return None
-        progress.done(f"{path.name} runs in the kernel shared by {group.describe()}: {len(suites)} suites of its own")
+        progress.done(
+            f"{self._shown(path)} runs in the kernel shared by {self._describe(group)}: {len(suites)} suites of its own"
+        )
         return suites

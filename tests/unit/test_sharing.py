@@ -55,8 +55,10 @@ def test_the_union_holds_every_member_s_lines() -> None:
     assert union.text() == "CONFIG_KUNIT=y\nCONFIG_A=y\nCONFIG_B=y\n"
 
 
-def test_a_group_is_named_in_one_word_for_the_built_line() -> None:
-    assert Group(tuple(paths("a", "b"))).describe() == "a.kunitconfig+b.kunitconfig"
+def test_a_group_is_named_in_one_word_for_the_built_line_by_paths_below_where_pytest_started() -> None:
+    in_tree = Group((Path("/src/linux/lib/kunit/.kunitconfig"), Path("/src/linux/fs/fat/.kunitconfig")))
+    assert in_tree.describe(Path("/src/linux")) == "lib/kunit/.kunitconfig+fs/fat/.kunitconfig"
+    assert in_tree.describe(Path("/src/linux/fs")) == "/src/linux/lib/kunit/.kunitconfig+fat/.kunitconfig"
 
 
 def stored(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
@@ -71,13 +73,27 @@ def test_a_suite_renamed_at_boot_is_known_by_its_printed_name(monkeypatch: pytes
     assert shown_names(Path("b"), cases, {"test_module", "other"}) == {"My_fabulous_test_module", "other"}
 
 
+def test_suites_listed_in_another_order_than_linked_keep_their_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 6.12 lists init-time suites (example_init) before the others, whatever the link order.
+    stored(monkeypatch, "fat_test", "example", "example_init", "test_module")
+    cases = [("example_init", "a"), ("fat_test", "b"), ("example", "c"), ("My_fabulous_test_module", "d")]
+    assert shown_names(Path("b"), cases, {"example_init", "test_module"}) == {"example_init", "My_fabulous_test_module"}
+
+
 @pytest.mark.parametrize(
-    "listed",
-    [["other", "example"], ["example"], ["example", "other", "third"]],
-    ids=["another order", "fewer", "more"],
+    ("objects", "listed"),
+    [
+        (["example", "other"], ["example"]),
+        (["example", "other"], ["example", "other", "third"]),
+        (["example", "example", "x"], ["example", "y", "z"]),
+        (["x", "x", "example"], ["y", "z", "example"]),
+    ],
+    ids=["fewer", "more", "two printed names for one stored", "one stored name for two printed"],
 )
-def test_suites_that_do_not_pair_by_position_cannot_be_told(monkeypatch: pytest.MonkeyPatch, listed: list[str]) -> None:
-    stored(monkeypatch, "example", "other")
+def test_suites_that_do_not_pair_cannot_be_told(
+    monkeypatch: pytest.MonkeyPatch, objects: list[str], listed: list[str]
+) -> None:
+    stored(monkeypatch, *objects)
     with pytest.raises(membership.Unknown):
         shown_names(Path("b"), [(suite, "case") for suite in listed], {"example"})
 
