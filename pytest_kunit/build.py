@@ -29,6 +29,7 @@ from .tree import PreparedTree, changed_since
 from .wrapper import ccache_counts, hit_note, prepare
 
 STAMP = ".pytest-kunit-stamp"
+RECORD = ".pytest-kunit-built.json"  # what a finished build was built from: reuse.py finds kernels that serve others
 SOURCES = ".pytest-kunit-sources"  # when the last build started reading the tree (ns), and what had changed just before
 RECENT = 1000  # changes in the second before a build started that it records (more: the next run builds again)
 LAG_NS = 1_000_000_000  # how far file times may lag this clock: a build vouches for changes after its start less this
@@ -43,8 +44,10 @@ class BuildRequest:
     jobs: int
     cache_dir: Path
     extra_key: str = ""  # anything else that feeds the build (out-of-tree suite sources)
+    placed: tuple[tuple[str, str], ...] = ()  # the out-of-tree suites placed into the tree for it: (name, digest)
     session: str = ""  # the pytest run: xdist workers of one run share it, so they build once between them
     wrapper: Wrapper = Wrapper.NONE  # not part of the build key: a wrapper only changes how objects are made
+    label: str = ""  # what the build is for, in a person's words (its fragments): not part of the build key
 
 
 @dataclass(frozen=True)
@@ -144,11 +147,51 @@ def _configured(tree: Path, build_dir: Path) -> bool:
         return False
 
 
+def build_dir_of(request: BuildRequest) -> Path:
+    """Where the request is built: one directory per (tree, architecture, configuration)."""
+    return request.cache_dir / "build" / _digest(request.tree.key, request.arch.name, full_fragment(request).text())
+
+
+@dataclass(frozen=True)
+class BuildRecord:
+    """What a finished build was built from, kept beside it (RECORD) so that a later run can ask it again."""
+
+    tree: str  # PreparedTree.key
+    arch: str
+    fragment: str  # the request's fragment (the architecture's lines come from arch.py)
+    extra_key: str
+    placed: tuple[tuple[str, str], ...]
+    label: str = ""
+
+    def text(self) -> str:
+        return json.dumps(
+            {"tree": self.tree, "arch": self.arch, "fragment": self.fragment, "extra_key": self.extra_key}
+            | {"placed": [list(pair) for pair in self.placed], "label": self.label}
+        )
+
+    @staticmethod
+    def read(path: Path) -> BuildRecord | None:
+        """The record in `path`; None if missing or not whole (a build that never finished has none)."""
+        try:
+            fields = json.loads(path.read_text())
+            placed = tuple((str(name), str(digest)) for name, digest in fields["placed"])
+            return BuildRecord(
+                str(fields["tree"]),
+                str(fields["arch"]),
+                str(fields["fragment"]),
+                str(fields["extra_key"]),
+                placed,
+                str(fields.get("label", "")),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+
 def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
     """Build once per (tree, config) however many processes ask; skip make entirely when nothing changed since."""
     fragment = full_fragment(request)
-    build_key = _digest(request.tree.key, request.arch.name, fragment.text())
-    build_dir = request.cache_dir / "build" / build_key
+    build_dir = build_dir_of(request)
+    build_key = build_dir.name
     image = build_dir / request.arch.make.image
     log = build_dir / "build.log"
     stamp = _digest(build_key, request.extra_key)
@@ -220,6 +263,16 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
             write_atomically(stamp_file, f"{stamp}\n{request.session}\n{checked.record.lines()}")
         if look is not None and not up_to_date:
             write_atomically(sources, look.sources)
+        if not up_to_date or not (build_dir / RECORD).exists():
+            record_of = BuildRecord(
+                request.tree.key,
+                request.arch.name,
+                request.fragment.text(),
+                request.extra_key,
+                request.placed,
+                request.label,
+            )
+            write_atomically(build_dir / RECORD, record_of.text())
         seconds = time.monotonic() - started
         return BuildResult(image, checked.record.digest, build_dir, not up_to_date, seconds, log, note)
 

@@ -1,38 +1,31 @@
-"""Which KUnit suites a kernel configured from one kunitconfig fragment would hold, told from a bigger "union" build
-(one kernel configured from several fragments' lines together), so that fragment need not be built alone.
+"""Which KUnit suites a kernel configured from one kunitconfig fragment would hold, and whether a bigger kernel
+(one configured from several fragments' lines together, or any kernel already built) runs them exactly as the
+fragment's own kernel would, told from that kernel's build so that the fragment need not be built alone.
 
-A suite is in a kernel when the object whose suite table registers it is linked into vmlinux and, compiled under that
-kernel's configuration, still registers it. Linking is decided by Kbuild's Makefiles, which make evaluates under the
-fragment's configuration (kbuildlists); compiling, by the `#if`s in the object's own sources: an object whose sources
-mention a symbol the two configurations set differently is compiled again under the fragment's, and must then
-register some of the union's suites, each with the same cases, since the union kernel is what runs them. Whatever
-cannot be told for sure raises Unknown, and the caller builds the fragment alone.
+Kbuild keeps the answers; nothing here reads C. A suite is in a kernel when the object whose suite table registers it
+is linked into vmlinux: Kbuild's Makefiles decide that, and make evaluates them under the fragment's configuration
+(kbuildlists). A linked suite object runs the same in both kernels only if nothing it is compiled from tests a symbol
+the two configurations set differently: fixdep records in each object's .cmd file every CONFIG_ symbol its source and
+each header it includes name (`$(wildcard include/config/X)`), under `#ifdef`, `#ifndef`, `IS_ENABLED()` alike; one
+differing symbol there, and the caller builds the fragment alone. Makefile conditionals on a differing symbol
+(`ifneq`, `ifndef`, an `else`) could link into the fragment's kernel a suite the bigger one lacks: any conditional
+naming one in the tree's Makefiles is Unknown too. Whatever cannot be told for sure raises Unknown.
 
-Not looked at: `#if`s in headers (only the object's .c files are read), and objects the union's vmlinux.a lacks or
-holds without a suite table, which the fragment's kernel would link or give one only through a negative condition
-(`ifneq ($(CONFIG_X),y)`, `#ifndef CONFIG_X`) on a symbol the union sets and the fragment does not.
-
-Names are those stored in the objects. The series' module_test() suites are renamed at boot from their kunit_module
-(`test_module` prints as `My_fabulous_test_module`); the order is the same (table order, then link order, which the
-executor keeps), so a caller matches them by position against the union kernel's list.
+Names are those stored in the objects; the series' module_test() suites are renamed at boot, and
+sharing.shown_names pairs those with the printed names.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
 import struct
-import subprocess
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from .kbuildlists import MakeFailed, built_in
-from .suitetable import Opaque, suite_digests, suite_names, thin_members
-
-_CONFIG = re.compile(r"\bCONFIG_[A-Za-z0-9_]+")
+from .suitetable import Opaque, suite_names, thin_members
 
 
 @dataclass(frozen=True)
@@ -79,24 +72,11 @@ def differing(union: Mapping[str, str], alone: Mapping[str, str]) -> set[str]:
     return {symbol for symbol in union.keys() | alone.keys() if union.get(symbol, "n") != alone.get(symbol, "n")}
 
 
-def mentioned(text: str, symbols: set[str]) -> set[str]:
-    """Which of `symbols` a source names, as CONFIG_X or as CONFIG_X_MODULE (what autoconf.h defines for m)."""
-    tokens = set(_CONFIG.findall(text))
-    return {name for token in tokens for name in (token, token.removesuffix("_MODULE")) if name in symbols}
-
-
-def autoconf_header(config: Mapping[str, str]) -> str:
-    """include/generated/autoconf.h as Kconfig writes it: y as `CONFIG_X 1`, m as `CONFIG_X_MODULE 1`, strings quoted
-    as in .config, numbers as they are, unset symbols absent."""
-    lines = ["/* Written by pytest-kunit from a .config, as Kconfig writes it. */"]
-    for symbol, value in sorted(config.items()):
-        if value == "y":
-            lines.append(f"#define {symbol} 1")
-        elif value == "m":
-            lines.append(f"#define {symbol}_MODULE 1")
-        elif value != "n":
-            lines.append(f"#define {symbol} {value}")
-    return "\n".join(lines) + "\n"
+_FIXDEP = re.compile(r"\$\(wildcard include/config/([A-Za-z0-9_]+)\)")
+# A make conditional, or a make function that chooses: the places a Makefile can link something only while a symbol
+# is unset.
+_CONDITIONAL = re.compile(r"^\s*(?:ifeq|ifneq|ifdef|ifndef)\b|\$\((?:if|or|and|filter|filter-out|findstring) ")
+MAKEFILES = ("Makefile", "Kbuild")
 
 
 def _command_file(build_dir: Path, path: str) -> str:
@@ -108,69 +88,36 @@ def _command_file(build_dir: Path, path: str) -> str:
         raise Unknown(f"how {path} was compiled is not known: {error}") from error
 
 
-def own_sources(build_dir: Path, path: str, command_file: str) -> list[Path]:
-    """The object's source and the .c files it includes (`source_`, `deps_` entries), headers left out."""
-    source = re.search(rf"^source_{re.escape(path)} := (\S+)$", command_file, re.MULTILINE)
-    deps = re.search(rf"^deps_{re.escape(path)} :=(.*?)(?<!\\)\n", command_file, re.MULTILINE | re.DOTALL)
-    if source is None or deps is None:
-        raise Unknown(f"the .cmd file of {path} names no source")
-    names = [source[1], *(token for token in deps[1].split() if token.endswith(".c") and token != source[1])]
-    return [build_dir / name for name in names]  # absolute names stay absolute
+def fixdep_symbols(build_dir: Path, path: str) -> set[str]:
+    """The CONFIG_ symbols the object's source and every header it includes name, as fixdep recorded them."""
+    command_file = _command_file(build_dir, path)
+    if not re.search(rf"^deps_{re.escape(path)} :=", command_file, re.MULTILINE):
+        raise Unknown(f"the .cmd file of {path} records no dependencies")
+    return {f"CONFIG_{name}" for name in _FIXDEP.findall(command_file)}
 
 
-def compile_command(path: str, command_file: str, output: Path, header_dir: Path) -> list[str]:
-    """The object's compile command from its .cmd file, writing `output` (and its dependency file beside it) and
-    finding `<generated/autoconf.h>` in `header_dir` first; what follows the compile (objtool) is left out."""
-    line = re.search(rf"^(?:saved)?cmd_{re.escape(path)} := (.*)$", command_file, re.MULTILINE)
-    if line is None:
-        raise Unknown(f"the .cmd file of {path} has no command")
-    unescaped = re.sub(r"\$\$|\$\(pound\)", lambda match: "$" if match[0] == "$$" else "#", line[1])
-    arguments = shlex.split(unescaped.split(";")[0])
-    outputs = [index for index, argument in enumerate(arguments) if argument == "-o"]
-    if len(outputs) != 1 or arguments[outputs[0] + 1 : outputs[0] + 2] != [path]:
-        raise Unknown(f"the compile command of {path} does not write {path}")
-    arguments[outputs[0] + 1] = str(output)
-    arguments = [f"-Wp,-MMD,{output}.d" if argument.startswith("-Wp,-MMD,") else argument for argument in arguments]
-    first_option = next((index for index, argument in enumerate(arguments) if argument.startswith("-")), 0)
-    return [*arguments[:first_option], f"-I{header_dir}", *arguments[first_option:]]
-
-
-def _digests(path: Path) -> tuple[tuple[str, str], ...]:
-    try:
-        return suite_digests(path)
-    except (Opaque, OSError, ValueError, struct.error) as error:
-        raise Unknown(f"the suites of {path} cannot be compared: {error}") from error
-
-
-def _recompiled(build_dir: Path, path: str, command_file: str, scratch: Path) -> tuple[str, ...]:
-    """The suite names of the object compiled again under the configuration written in `scratch`/include. Each must
-    be a suite the union's object registers, with the same cases: the union kernel runs that one."""
-    output = scratch / "objects" / path
-    output.parent.mkdir(parents=True, exist_ok=True)
-    command = compile_command(path, command_file, output, scratch / "include")
-    done = subprocess.run(command, cwd=build_dir, capture_output=True, text=True)
-    if done.returncode:
-        raise Unknown(f"{path} does not compile under the fragment's configuration: {done.stderr.strip()[-300:]}")
-    alone = _digests(output)
-    union = set(_digests(build_dir / path)) if alone else set()
-    differ = [name for name, digest in alone if (name, digest) not in union]
-    if differ:
-        raise Unknown(f"under the fragment's configuration {path} registers {', '.join(differ)} unlike the union's")
-    return tuple(name for name, _ in alone)
-
-
-def _suites(build_dir: Path, item: SuiteObject, symbols: set[str], scratch: Path) -> tuple[str, ...]:
-    """An object's suites under the fragment's configuration: the union's, unless its sources name a symbol the
-    configurations set differently."""
-    command_file = _command_file(build_dir, item.path)
-    for source in own_sources(build_dir, item.path, command_file):
-        try:
-            text = source.read_text(errors="replace")
-        except OSError as error:
-            raise Unknown(f"a source of {item.path} cannot be read: {error}") from error
-        if mentioned(text, symbols):
-            return _recompiled(build_dir, item.path, command_file, scratch)
-    return item.suites
+def conditionals(tree: Path, symbols: set[str]) -> list[str]:
+    """`file:line` of each Makefile conditional in the tree that names one of `symbols`."""
+    if not symbols:
+        return []
+    names = re.compile(r"\bCONFIG_(?:" + "|".join(sorted(re.escape(s[7:]) for s in symbols)) + r")\b")
+    found = []
+    for directory, subdirectories, files in os.walk(tree):
+        subdirectories[:] = [name for name in subdirectories if not name.startswith(".")]
+        for name in files:
+            if name not in MAKEFILES and not name.startswith("Makefile."):
+                continue
+            path = Path(directory) / name
+            try:
+                lines = path.read_text(errors="replace").splitlines()
+            except OSError as error:
+                raise Unknown(f"{path} cannot be read: {error}") from error
+            found += [
+                f"{path.relative_to(tree)}:{number}"
+                for number, line in enumerate(lines, 1)
+                if _CONDITIONAL.search(line) and names.search(line)
+            ]
+    return found
 
 
 def _srcarch(build_dir: Path) -> str:
@@ -201,19 +148,32 @@ def _linked(
 def suites_alone(
     tree: Path, build_dir: Path, union: Mapping[str, str], alone: Mapping[str, str], scratch: Path
 ) -> set[str]:
-    """The suite names a kernel configured as `alone` would hold, read from the union build (configured as `union`).
-    Configs are dicts CONFIG_X -> value as pytest_kunit.kconfig.read_dotconfig returns (unset symbols absent).
-    `scratch`: a directory it may write (compiles, generated headers). Raises Unknown."""
+    """The suite names a kernel configured as `alone` would hold, read from the union build (configured as `union`),
+    which runs them as that kernel would. Configs are dicts CONFIG_X -> value as pytest_kunit.kconfig.read_dotconfig
+    returns (unset symbols absent). `scratch`: a directory it may write (make's driver files). Raises Unknown."""
     wrong = unrepresentable(union, alone)
     if wrong:
         raise Unknown(f"the union kernel cannot stand for this configuration: {', '.join(wrong[:5])}")
+    symbols = differing(union, alone)
     objects = suite_objects(build_dir)
     linked = _linked(tree, build_dir, union, alone, [item.path for item in objects], scratch)
-    header = scratch / "include/generated/autoconf.h"
-    header.parent.mkdir(parents=True, exist_ok=True)
-    header.write_text(autoconf_header(alone))
-    symbols = differing(union, alone)
     kept = [item for item in objects if item.path in linked]
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        found = list(pool.map(lambda item: _suites(build_dir, item, symbols, scratch), kept))
-    return {name for names in found for name in names}
+    for item in kept:
+        tested = fixdep_symbols(build_dir, item.path) & symbols
+        if tested:
+            raise Unknown(_tests(item, tested))
+    hidden = conditionals(tree, symbols)
+    if hidden:
+        raise Unknown(
+            f"Makefile conditionals name symbols the configurations set differently ({', '.join(hidden[:3])}): "
+            "they could link a suite only the fragment's own kernel has"
+        )
+    return {name for item in kept for name in item.suites}
+
+
+def _tests(item: SuiteObject, tested: set[str]) -> str:
+    shown = ", ".join(sorted(tested)[:4]) + (f" and {len(tested) - 4} more" if len(tested) > 4 else "")
+    return (
+        f"{item.path} (suite {', '.join(item.suites)}) is compiled from sources that test {shown}, "
+        "which the two configurations set differently"
+    )

@@ -128,6 +128,12 @@ OPTIONS = (
         "suites cannot be told for sure is built alone",
         "bool",
     ),
+    Option(
+        "kunit_reuse_kernels",
+        "yes (default): a fragment never built runs in a kernel built before for the same tree and architecture "
+        "when that kernel provably runs its suites as its own kernel would (only its own suites, in boots of its "
+        "own); no: always build each fragment's own kernel",
+    ),
     Option("kunit_kcidb_origin", "the CI system's name KCIDB ids start with (a-z, 0-9, _); default pytest_kunit"),
 )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -11,7 +11,7 @@ import pytest
 
 from . import coverage, initramfs, options
 from .arch import Arch
-from .build import BuildRequest, build, full_fragment
+from .build import RECORD, BuildRequest, build, build_dir_of, full_fragment
 from .cache import CaseList, load_case_list, save_case_list
 from .errors import ConfigError
 from .kcidb import BuiltKernel, patchset_hash
@@ -22,6 +22,7 @@ from .options import default_patch_dirs
 from .overlay import install, suite_dir_for
 from .progress import Progress
 from .remote import ImageClient
+from .reuse import Reuse
 from .runner import BootEdits, Kernel, Runner, Stats
 from .sanitizers import kconfig_lines as sanitizer_kconfig
 from .sanitizers import kernel_args as sanitizer_args
@@ -67,12 +68,15 @@ class SessionState:
     )
     coverage: list[str] = field(default_factory=list)  # what the terminal summary says of the coverage report
     sharing: Sharing | None = None  # --kunit-share-kernels: which fragments share a kernel, and their suites
+    reuse: Reuse | None = None  # kernels built before that serve a fragment never built (--kunit-reuse-kernels)
 
     def __post_init__(self) -> None:
         sink = self._raw_sink() if self.settings.raw else None
         self.runner = Runner(self.settings, self.stats, sink, self._boot_edits(), self._announce)
         if self.settings.share_kernels:
             self.sharing = Sharing(self)
+        if self.settings.reuse_kernels:
+            self.reuse = Reuse(self)
         if self.settings.coverage is not None:
             self.runner.coverage_runs = self.settings.cache_dir / "coverage" / "runs" / self.session
 
@@ -187,21 +191,26 @@ class SessionState:
         they win (as kunit.py's --kconfig_add), and key the build like the rest."""
         return read_fragment(path) + self._sanitizer_kconfig() + self._coverage_kconfig() + self._hook_kconfig(path)
 
-    def request(self, path: Path, fragment: Fragment) -> tuple[BuildRequest, TreeChoice]:
-        """How to build `fragment` on the tree `path` is built from (its out-of-tree suites placed into it)."""
-        suite = suite_dir_for(path)
+    def request(self, path: Path, fragment: Fragment, together: Sequence[Path] = ()) -> tuple[BuildRequest, TreeChoice]:
+        """How to build `fragment` on the tree `path` is built from, the out-of-tree suites of `path` and of the
+        fragments `together` with it in one kernel placed into it."""
+        suites = list({suite.name: suite for suite in map(suite_dir_for, (path, *together)) if suite}.values())
         choice = self.tree_choice(path)
-        tree = self.tree(choice, writable=suite is not None)
-        if suite is not None:
+        tree = self.tree(choice, writable=bool(suites))
+        placed = []
+        for suite in suites:
             with cache_lock(self.settings.cache_dir, f"src-{tree.key}", f"placing {suite} into {tree.path}"):
                 install(tree.path, suite)
+            placed.append((suite.name, suite.digest()))
         request = BuildRequest(
             tree,
             fragment,
             self.arch,
             self.settings.jobs,
             self.settings.cache_dir,
-            extra_key=suite.digest() if suite else "",
+            # One suite's digest alone, as builds before shared out-of-tree suites recorded it.
+            extra_key=placed[0][1] if len(placed) == 1 else "+".join(f"{name}={digest}" for name, digest in placed),
+            placed=tuple(placed),
             session=self.session,
             wrapper=self.settings.wrapper,
         )
@@ -215,12 +224,16 @@ class SessionState:
             if shared is not None:
                 return shared
         request, choice = self.request(path, self.fragment_for(path))
+        if self.reuse is not None and not build_dir_of(request).joinpath(RECORD).exists():
+            served = self.reuse.kernel(path, key, request, choice)
+            if served is not None:
+                return served
         return self.build_request(path.name, key, request, choice)
 
     def build_request(self, name: str, key: str, request: BuildRequest, choice: TreeChoice) -> Kernel:
         """Build `request` (said as `name` on the progress lines) for the fragment `key`."""
         progress = Progress(self.config)
-        result = build(request, progress)
+        result = build(replace(request, label=request.label or name), progress)
         if result.ran_make:
             self.stats.builds += 1
             self.stats.build_seconds += result.seconds

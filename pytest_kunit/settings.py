@@ -43,6 +43,7 @@ class Settings:
     kcidb_origin: str = "pytest_kunit"
     coverage: Path | None = None  # where the coverage report goes; None: no coverage
     share_kernels: bool = False  # one union kernel per tree for the run's fragments (sharing.py)
+    reuse_kernels: bool = True  # a kernel built before serves a fragment it provably covers (reuse.py)
 
 
 def _overridden(config: pytest.Config, name: str) -> bool:
@@ -189,6 +190,14 @@ def _patch_dirs(config: pytest.Config) -> tuple[Path, ...] | None:
     return tuple(dirs)
 
 
+def _yes_no(value: Any) -> bool:
+    words = {"yes": True, "true": True, "1": True, "no": False, "false": False, "0": False}
+    answer = words.get(str(value).strip().lower())
+    if answer is None:
+        raise ValueError
+    return answer
+
+
 def _cache_default() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(xdg) / "pytest-kunit"
@@ -238,4 +247,5 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         kcidb_origin=_convert(config, "kunit_kcidb_origin", "pytest_kunit", _origin, "an origin of a-z, 0-9 and _"),
         coverage=_coverage_dir(config),
         share_kernels=bool(_raw(config, "kunit_share_kernels")[0]),
+        reuse_kernels=_convert(config, "kunit_reuse_kernels", True, _yes_no, "yes or no"),
     )

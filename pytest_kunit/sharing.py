@@ -198,10 +198,10 @@ class Sharing:
             return None
 
     def _tree_of(self, path: Path) -> Hashable | None:
-        if suite_dir_for(path) is not None:  # out-of-tree suites placed into the tree: a build key of their own
-            return None
         choice = self.state.tree_choice(path)
-        return (choice.source, choice.patch_dirs)
+        # A directory is built in place, unless out-of-tree suites must be placed into a copy of it.
+        copied = choice.source.is_dir() and suite_dir_for(path) is not None
+        return (choice.source, choice.patch_dirs, copied)
 
     def _union(self, group: Group, key: str) -> Kernel | None:
         """The group's kernel, built once (registered under the first asking fragment's key); None if it fails:
@@ -226,39 +226,41 @@ class Sharing:
         completed = [completed_config(state.request(path, self._fragment(path))[0], progress) for path in group.members]
         wanted = parse_fragment(superset(read_dotconfig(text) for text in completed), "the members' configurations")
         wanted = wanted + explicit
-        held = read_dotconfig(completed_config(state.request(first, wanted)[0], progress))
+        held = read_dotconfig(completed_config(state.request(first, wanted, group.members[1:])[0], progress))
         kept = Fragment(tuple(entry for entry in wanted.entries if held.get(entry.symbol, "n") == entry.value))
-        request, choice = state.request(first, kept)
+        request, choice = state.request(first, kept, together=group.members[1:])
         return state.build_request(self._describe(group), key, request, choice)
 
     def _own_suites(self, path: Path, group: Group, union: Kernel) -> set[str] | None:
-        """The suites `path`'s own kernel would hold, read from the union's build, by the names the kernel prints;
-        kept in the cache for the next run. None (said why) if unknown."""
-        progress = Progress(self.state.config)
-        build_dir = union.build.build_dir
-        try:
-            request, _ = self.state.request(path, self._fragment(path))
-            alone_text = completed_config(request)
-            # Whatever changes either side's answer changes the image or the configuration completed alone.
-            digest = hashlib.sha256(f"v2\0{union.build.image_digest}\0{alone_text}".encode()).hexdigest()[:16]
-            known = self.state.settings.cache_dir / "shared" / f"{digest}.json"
-            if known.exists():
-                suites = set(json.loads(known.read_text()))
-            else:
-                shared = read_dotconfig((build_dir / ".config").read_text())
-                with tempfile.TemporaryDirectory(dir=self.state.settings.cache_dir) as scratch:
-                    stored = membership.suites_alone(
-                        union.tree, build_dir, shared, read_dotconfig(alone_text), Path(scratch)
-                    )
-                suites = shown_names(build_dir, self.state.listing(union).cases, stored)
-                known.parent.mkdir(parents=True, exist_ok=True)
-                write_atomically(known, json.dumps(sorted(suites)))
-        except (membership.Unknown, BuildError, ConfigError, OSError) as why:
-            progress.phase(
-                f"{self._shown(path)} builds alone, not in the kernel shared by {self._describe(group)}: {why}"
-            )
-            return None
-        progress.done(
-            f"{self._shown(path)} runs in the kernel shared by {self._describe(group)}: {len(suites)} suites of its own"
-        )
-        return suites
+        return own_suites(self.state, path, union, f"the kernel shared by {self._describe(group)}")
+
+
+def own_suites(state: SessionState, path: Path, kernel: Kernel, described: str) -> set[str] | None:
+    """The suites `path`'s own kernel would hold, read from `kernel`'s build (a kernel configured for more), by the
+    names the kernel prints, when `kernel` provably runs them as `path`'s own would (membership.py); kept in the
+    cache for the next run. None (said why) if not."""
+    progress = Progress(state.config)
+    build_dir = kernel.build.build_dir
+    shown = shown_path(path.resolve(), state.config.invocation_params.dir.resolve())
+    try:
+        request, _ = state.request(path, state.fragment_for(path))
+        alone_text = completed_config(request)
+        # Whatever changes either side's answer changes the image or the configuration completed alone.
+        digest = hashlib.sha256(f"v3\0{kernel.build.image_digest}\0{alone_text}".encode()).hexdigest()[:16]
+        known = state.settings.cache_dir / "shared" / f"{digest}.json"
+        if known.exists():
+            suites = set(json.loads(known.read_text()))
+        else:
+            shared = read_dotconfig((build_dir / ".config").read_text())
+            with tempfile.TemporaryDirectory(dir=state.settings.cache_dir) as scratch:
+                stored = membership.suites_alone(
+                    kernel.tree, build_dir, shared, read_dotconfig(alone_text), Path(scratch)
+                )
+            suites = shown_names(build_dir, state.listing(kernel).cases, stored)
+            known.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(known, json.dumps(sorted(suites)))
+    except (membership.Unknown, BuildError, ConfigError, OSError) as why:
+        progress.phase(f"{shown} builds alone, not in {described}: {why}")
+        return None
+    progress.done(f"{shown} runs in {described}: {len(suites)} suites of its own")
+    return suites

@@ -208,17 +208,6 @@ def suite_names(path: Path) -> tuple[str, ...]:
     return tuple(reader.name_at(symbol, kind, addend) for _, symbol, kind, addend in entries) if reader else ()
 
 
-def suite_digests(path: Path) -> tuple[tuple[str, str], ...]:
-    """Each suite's name and a digest of all it holds (its cases' names and attributes; code counts as "code"), to
-    tell whether two compiles of an object register the same suites. Opaque as object_digest is."""
-    reader, entries = _suite_pointers(path)
-    if reader is None:
-        return ()
-    return tuple(
-        (reader.name_at(symbol, kind, addend), reader.target(symbol, addend)) for _, symbol, kind, addend in entries
-    )
-
-
 def _has_roots(path: Path) -> bool:
     """Whether an object has a suite table, from its section headers alone (most objects have none)."""
     with path.open("rb") as stream:

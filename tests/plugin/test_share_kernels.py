@@ -103,7 +103,8 @@ def test_a_fragment_that_sets_a_symbol_otherwise_builds_alone(
     pytester: pytest.Pytester, two_fragments: FakeKernel
 ) -> None:
     pytester.makefile(".kunitconfig", c="CONFIG_KUNIT=y\n# CONFIG_SHARE_A is not set\n")
-    result = pytester.runpytest_inprocess(*two_fragments.options("--kunit-share-kernels"))
+    # Reuse off: the union would otherwise serve c after all, as reuse.py proves it may (test_reuse.py).
+    result = pytester.runpytest_inprocess(*two_fragments.options("--kunit-share-kernels", "--kunit-reuse-kernels=no"))
     result.assert_outcomes(passed=3 * 3 + 1 + 1, failed=3 * 2 + 1, skipped=3)
     assert len(builds(two_fragments)) == 2  # a + b shared, c alone
 

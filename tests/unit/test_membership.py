@@ -3,6 +3,7 @@ evaluated by the real make on small fake trees, suite tables are read from objec
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,10 +13,9 @@ import pytest
 from pytest_kunit.kbuildlists import MakeFailed, built_in, evaluate, write_autoconf
 from pytest_kunit.membership import (
     Unknown,
-    autoconf_header,
-    compile_command,
+    conditionals,
     differing,
-    mentioned,
+    fixdep_symbols,
     suite_objects,
     suites_alone,
     unrepresentable,
@@ -103,24 +103,9 @@ def test_a_makefile_that_would_remake_itself_fails_without_running_a_recipe(tree
     assert not (tree / "ran").exists()
 
 
-def test_autoconf_header_is_written_as_kconfig_writes_it() -> None:
-    config = {"CONFIG_A": "y", "CONFIG_B": "m", "CONFIG_S": '"a \\"b\\""', "CONFIG_N": "42", "CONFIG_H": "0x10"}
-    lines = autoconf_header(config).splitlines()[1:]
-    assert lines == [
-        "#define CONFIG_A 1",
-        "#define CONFIG_B_MODULE 1",
-        "#define CONFIG_H 0x10",
-        "#define CONFIG_N 42",
-        '#define CONFIG_S "a \\"b\\""',
-    ]
-
-
-def test_a_source_mentions_a_differing_symbol() -> None:
+def test_the_differing_symbols_count_unset_as_a_value() -> None:
     symbols = differing({"CONFIG_T": "y", "CONFIG_S": "y", "CONFIG_M": "m"}, {"CONFIG_S": "y", "CONFIG_M": "y"})
     assert symbols == {"CONFIG_T", "CONFIG_M"}
-    assert mentioned("#if IS_BUILTIN(CONFIG_T)\n", symbols) == {"CONFIG_T"}
-    assert mentioned("#ifdef CONFIG_M_MODULE\n", symbols) == {"CONFIG_M"}
-    assert mentioned("#ifdef CONFIG_TT\n#if CONFIG_S\n", symbols) == set()
 
 
 def test_a_fragment_asking_for_more_than_the_union_is_not_representable() -> None:
@@ -146,17 +131,35 @@ def suites_c(*names: str, conditional: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def autoconf_header(config: dict[str, str]) -> str:
+    return "".join(f"#define {symbol} 1\n" for symbol, value in sorted(config.items()) if value == "y")
+
+
+def fixdep(dependency_file: Path, build: Path) -> str:
+    """The deps_ list Kbuild's fixdep writes from gcc's: each file, then each CONFIG_ symbol any of them names (but
+    autoconf.h, which defines them all), as `$(wildcard include/config/X)`."""
+    files = dependency_file.read_text().split(":", 1)[1].replace("\\\n", " ").split()
+    symbols: dict[str, None] = {}
+    for name in files:
+        if not name.endswith("autoconf.h"):
+            text = (build / name).read_text() if not Path(name).is_absolute() else Path(name).read_text()
+            symbols.update((token.removesuffix("_MODULE"), None) for token in re.findall(r"CONFIG_(\w+)", text))
+    lines = [*files, *(f"$(wildcard include/config/{symbol})" for symbol in symbols)]
+    return " \\\n".join(f"  {line}" for line in lines) + " \\\n"
+
+
 def kbuild_object(build: Path, tree: Path, path: str, source: str, union: dict[str, str]) -> None:
-    """Compile `source` into build/`path` as Kbuild would, with the union's autoconf.h, and write its .cmd file."""
+    """Compile `source` into build/`path` as Kbuild would, with the union's autoconf.h, and write its .cmd file with
+    fixdep's dependency list."""
     directory, name = path.rsplit("/", 1)
     c_file = tree / path.replace(".o", ".c")
     write(tree, {str(c_file.relative_to(tree)): source})
     write(build, {"include/generated/autoconf.h": autoconf_header(union)})
-    command = f"gcc -Wp,-MMD,{directory}/.{name}.d -I./include -DX='\"$$\"' -c -o {path} {c_file}"
+    command = f"gcc -Wp,-MMD,{directory}/.{name}.d -I./include -I{tree}/include -c -o {path} {c_file}"
     (build / directory).mkdir(parents=True, exist_ok=True)
-    subprocess.run(command.replace("$$", "$"), shell=True, cwd=build, check=True)
-    cmd = f"cmd_{path} := {command} ; ./tools/objtool/objtool {path}\n\nsource_{path} := {c_file}\n\n"
-    cmd += f"deps_{path} := \\\n  include/generated/autoconf.h \\\n\n{path}: $(deps_{path})\n"
+    subprocess.run(command, shell=True, cwd=build, check=True)
+    deps = fixdep(build / directory / f".{name}.d", build)
+    cmd = f"cmd_{path} := {command}\n\nsource_{path} := {c_file}\n\ndeps_{path} := \\\n{deps}\n{path}: $(deps_{path})\n"
     (build / directory / f".{name}.cmd").write_text(cmd)
 
 
@@ -205,29 +208,51 @@ UNION = {"CONFIG_T": "y", "CONFIG_X": "y"}
 
 def test_alone_equal_to_union_holds_every_suite(tree: Path, build: Path, tmp_path: Path) -> None:
     assert suites_alone(tree, build, UNION, UNION, tmp_path / "s") == {"one", "two", "three", "ex"}
-    assert not (tmp_path / "s/objects").exists()  # no source names a differing symbol: nothing compiled
 
 
-def test_alone_drops_unlinked_objects_and_recompiles_conditional_tables(
+def test_fixdep_s_record_is_what_an_object_tests(build: Path) -> None:
+    assert fixdep_symbols(build, "lib/a.o") == {"CONFIG_T"}
+    assert fixdep_symbols(build, "lib/x.o") == set()
+
+
+def test_a_suite_compiled_from_a_source_testing_a_differing_symbol_is_unknown(
     tree: Path, build: Path, tmp_path: Path
 ) -> None:
-    assert suites_alone(tree, build, UNION, {"CONFIG_X": "y"}, tmp_path / "s1") == {"one", "two", "ex"}
-    assert (tmp_path / "s1/objects/lib/a.o").exists()
-    assert suites_alone(tree, build, UNION, {"CONFIG_T": "y"}, tmp_path / "s2") == {"one", "two", "three"}
-    assert suites_alone(tree, build, UNION, {}, tmp_path / "s3") == {"one", "two"}
+    """lib/a.o registers a third suite only with CONFIG_T: a kernel without it would run another set of suites
+    (here; in general, another code)."""
+    with pytest.raises(
+        Unknown, match=r"lib/a\.o \(suite one, two, three\) is compiled from sources that test CONFIG_T"
+    ):
+        suites_alone(tree, build, UNION, {"CONFIG_X": "y"}, tmp_path / "s")
 
 
-def test_a_suite_whose_cases_differ_alone_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
-    """The union kernel would run the suite with a case the fragment's kernel does not have. Compiled again with
-    the same cases (CONFIG_X, which it names, is all that differs), the suite is the union's."""
-    cases = '/* CONFIG_X */ static const char *c[] = { "a",\n#ifdef CONFIG_T\n"b",\n#endif\n0 };\n'
-    source = suites_c("one").replace("void *cases;", "const char **cases;").replace('"one" }', '"one", .cases = c }')
-    suite = "static struct kunit_suite s_one"
-    kbuild_object(build, tree, "lib/a.o", source.replace(suite, cases + suite), UNION)
-    assert suites_alone(tree, build, UNION, {"CONFIG_T": "y"}, tmp_path / "s1") == {"one"}
-    assert (tmp_path / "s1/objects/lib/a.o").exists()
-    with pytest.raises(Unknown, match=r"lib/a\.o registers one unlike the union's"):
-        suites_alone(tree, build, UNION, {"CONFIG_X": "y"}, tmp_path / "s2")
+def test_a_header_s_conditional_counts_as_the_object_s_own(tree: Path, build: Path, tmp_path: Path) -> None:
+    """The rule's blind spot before: a symbol tested only in a header the suite's source includes (and a negative
+    condition at that)."""
+    write(tree, {"include/quirk.h": "#ifndef CONFIG_Q\nstatic const int quirk = 1;\n#endif\n"})
+    kbuild_object(build, tree, "lib/x.o", '#include "quirk.h"\n' + suites_c("ex"), UNION)
+    union = UNION | {"CONFIG_Q": "y"}
+    assert suites_alone(tree, build, union, union, tmp_path / "s1") == {"one", "two", "three", "ex"}
+    with pytest.raises(Unknown, match=r"lib/x\.o \(suite ex\) is compiled from sources that test CONFIG_Q"):
+        suites_alone(tree, build, union, UNION, tmp_path / "s2")
+
+
+def test_an_object_the_fragment_does_not_link_is_left_out_whatever_it_tests(
+    tree: Path, build: Path, tmp_path: Path
+) -> None:
+    plain = tree / "lib/Makefile"
+    plain.write_text(
+        plain.read_text().replace("ifeq ($(CONFIG_X),y)\nobj-y += x.o\nendif\n", "obj-$(CONFIG_X) += x.o\n")
+    )
+    assert suites_alone(tree, build, UNION, {"CONFIG_T": "y"}, tmp_path / "s") == {"one", "two", "three"}
+
+
+def test_a_makefile_conditional_on_a_differing_symbol_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
+    """An `else` (or ifneq) could link a suite only the fragment's kernel has, which the union's objects cannot show."""
+    with pytest.raises(Unknown, match=r"lib/Makefile:7"):
+        suites_alone(tree, build, UNION, {"CONFIG_T": "y"}, tmp_path / "s")
+    assert conditionals(tree, {"CONFIG_X"}) == ["lib/Makefile:7"]
+    assert conditionals(tree, {"CONFIG_FOO"}) == []  # obj-$(CONFIG_FOO): make's own evaluation covers it
 
 
 def test_an_object_the_makefiles_do_not_link_in_the_union_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
@@ -240,27 +265,3 @@ def test_an_object_the_makefiles_do_not_link_in_the_union_is_unknown(tree: Path,
 def test_a_fragment_the_union_cannot_stand_for_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
     with pytest.raises(Unknown, match="CONFIG_FOO=y"):
         suites_alone(tree, build, UNION, {"CONFIG_FOO": "y"}, tmp_path / "s")
-
-
-def test_an_object_that_does_not_compile_alone_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
-    source = suites_c("one", conditional="three") + "#ifndef CONFIG_T\n#error needs T\n#endif\n"
-    kbuild_object(build, tree, "lib/a.o", source, UNION)
-    with pytest.raises(Unknown, match=r"lib/a\.o does not compile"):
-        suites_alone(tree, build, UNION, {"CONFIG_X": "y"}, tmp_path / "s")
-
-
-def test_the_compile_command_is_taken_from_the_cmd_file(tmp_path: Path) -> None:
-    cmd = "savedcmd_d/o.o := ccache gcc -Wp,-MMD,d/.o.o.d -DS='\"$$x$(pound)\"' -c -o d/o.o d/o.c ; objtool d/o.o\n"
-    assert compile_command("d/o.o", cmd, tmp_path / "o.o", tmp_path / "include") == [
-        "ccache",
-        "gcc",
-        f"-I{tmp_path}/include",
-        f"-Wp,-MMD,{tmp_path}/o.o.d",
-        '-DS="$x#"',
-        "-c",
-        "-o",
-        str(tmp_path / "o.o"),
-        "d/o.c",
-    ]
-    with pytest.raises(Unknown, match="does not write"):
-        compile_command("d/other.o", cmd.replace("d/o.o :=", "d/other.o :="), tmp_path / "o.o", tmp_path)
