@@ -26,6 +26,14 @@ def _holder(sidecar: Path) -> str:
     return f"held by pid {pid} ({what.strip() or 'no description'}) for {held:.0f} s so far"
 
 
+def _write_note(sidecar: Path, text: str) -> None:
+    """The holder's note, as a new file: a link planted in its place is removed, never written through."""
+    sidecar.unlink(missing_ok=True)
+    handle = os.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(handle, "w") as stream:
+        stream.write(text)
+
+
 @contextmanager
 def cache_lock(cache_dir: Path, name: str, what: str = "", note: Callable[[str], None] | None = None) -> Iterator[None]:
     """Hold the cache lock `name` while doing `what` (said to whoever waits); after NOTE_AFTER seconds of waiting,
@@ -41,7 +49,7 @@ def cache_lock(cache_dir: Path, name: str, what: str = "", note: Callable[[str],
         note(f"waiting for the cache lock {name}: {_holder(sidecar)}")
         lock.acquire()
     try:
-        sidecar.write_text(f"{os.getpid()}\n{time.time()}\n{what}\n")
+        _write_note(sidecar, f"{os.getpid()}\n{time.time()}\n{what}\n")
         yield
     finally:
         sidecar.unlink(missing_ok=True)
