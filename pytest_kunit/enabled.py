@@ -13,8 +13,8 @@ from _pytest.junitxml import xml_key
 
 from .arch import Arch
 from .blame import OUTSIDE_KEY
-from .cachedir import trusted_cache_dir
 from .cache import load_durations, save_durations
+from .cachedir import trusted_cache_dir
 from .coverage_report import COVERAGE_KEY, gcovr_command, keep_counters, make_report
 from .errors import KunitError, KunitWarning
 from .items import MARKERS, KunitCase, KunitconfigFile, collects, fragment_nodeid

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit import cachedir
 from pytest_kunit.cachedir import UntrustedCache, trusted_cache_dir
 from pytest_kunit.locking import cache_lock
 
@@ -30,7 +29,7 @@ def test_a_cache_others_can_write_is_refused(tmp_path: Path, mode: int) -> None:
 
 
 def test_a_cache_of_another_user_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cachedir.os, "geteuid", lambda: os.stat(tmp_path).st_uid + 1)
+    monkeypatch.setattr(os, "geteuid", lambda: os.stat(tmp_path).st_uid + 1)
     with pytest.raises(UntrustedCache, match="not to you"):
         trusted_cache_dir(tmp_path)
 
