@@ -23,15 +23,16 @@ import os
 import re
 import shlex
 import struct
-import subprocess
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from .kbuildlists import MakeFailed, built_in
+from .processes import ToolTimeout, run_bounded
 from .suitetable import Opaque, suite_digests, suite_names, thin_members
 
+COMPILE_TIMEOUT = 1800  # seconds to compile one object again: far above any kernel object's compile
 _CONFIG = re.compile(r"\bCONFIG_[A-Za-z0-9_]+")
 
 
@@ -148,7 +149,10 @@ def _recompiled(build_dir: Path, path: str, command_file: str, scratch: Path) ->
     output = scratch / "objects" / path
     output.parent.mkdir(parents=True, exist_ok=True)
     command = compile_command(path, command_file, output, scratch / "include")
-    done = subprocess.run(command, cwd=build_dir, capture_output=True, text=True)
+    try:
+        done = run_bounded(command, COMPILE_TIMEOUT, f"Compiling {path}", cwd=build_dir, text=True)
+    except ToolTimeout as error:
+        raise Unknown(error.what) from None
     if done.returncode:
         raise Unknown(f"{path} does not compile under the fragment's configuration: {done.stderr.strip()[-300:]}")
     alone = _digests(output)

@@ -4,11 +4,14 @@ never written through a link planted in their place."""
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from pytest_kunit import locking
 from pytest_kunit.cachedir import UntrustedCache, trusted_cache_dir
+from pytest_kunit.errors import KunitError
 from pytest_kunit.locking import cache_lock
 
 
@@ -72,3 +75,16 @@ def test_a_planted_lock_link_does_not_truncate_or_remode(tmp_path: Path) -> None
     except OSError:
         pass  # refusing the planted link outright is as good
     assert target.read_text() == "precious\n" and target.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_lock_held_past_the_deadline_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, a waiter behind a stuck holder (a hung build) waited forever."""
+    monkeypatch.setattr(locking, "WAIT_AT_MOST", 0.05)
+    monkeypatch.setattr(locking, "NOTE_AFTER", 0.01)
+    notes: list[str] = []
+    # Another thread's FileLock contends as another process's would.
+    with cache_lock(tmp_path, "build-x", "building the kernel"), ThreadPoolExecutor(1) as pool:
+        failure = pool.submit(lambda: cache_lock(tmp_path, "build-x", note=notes.append).__enter__()).exception()
+    assert isinstance(failure, KunitError)
+    assert notes and "waiting for the cache lock build-x" in notes[0]
+    assert f"held by pid {os.getpid()} (building the kernel)" in failure.what and "gave up" in failure.what
