@@ -35,7 +35,8 @@ class FragmentTable:
 
 def fragments_in_run(config: pytest.Config) -> list[Path]:
     """The fragments this run collects, found as pytest will find them (its arguments, its ignore rules), resolved.
-    A miss only means a fragment built alone; an extra one only more suites in a union, none of them collected."""
+    For shared kernels a miss only means a fragment built alone, an extra one only more suites in a union; for the
+    image service a miss is a worker refused with the fragment's name, an extra one a fragment no worker asks for."""
     found: dict[Path, None] = {}
     base = config.invocation_params.dir
 
