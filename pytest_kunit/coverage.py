@@ -7,7 +7,6 @@ No networking and no second device: the console carries them.
 from __future__ import annotations
 
 import base64
-import gzip
 import io
 import os
 import re
@@ -16,7 +15,7 @@ import tarfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from . import initramfs
+from . import archive, initramfs
 
 # Every object: Kbuild keeps it off where it cannot work (early boot, vDSO); the report keeps the tested files.
 KCONFIG = ("CONFIG_GCOV_KERNEL=y", "CONFIG_GCOV_PROFILE_ALL=y", *initramfs.KCONFIG)
@@ -28,10 +27,15 @@ def tested_dirs(files: Iterable[str]) -> tuple[str, ...]:
 
 
 _BASE64 = re.compile(r"^[A-Za-z0-9+/=]+$")
+GZIP_MAGIC = b"\x1f\x8b"
+# What a guest's counters may weigh: far above any kernel's .gcda files (a few MB for the tested directories, tens of
+# MB for all of a kernel), far below what would fill a disk.
+LIMITS = archive.Limits(max_bytes=512 << 20, max_members=200_000)
 
 
 def counters(console: Sequence[str]) -> bytes | None:
-    """The gzipped tar /init printed between the markers; None if the guest never got there (a crash, a panic)."""
+    """The tar /init printed (gzipped, base64) between the markers, unzipped; None if the guest never got there (a
+    crash, a panic) or printed no gzip there. One that unzips past LIMITS raises UnsafeArchive."""
     lines = [line.strip() for line in console]
     begin, end_marker = initramfs.GCOV_BEGIN, initramfs.GCOV_END
     if begin not in lines or end_marker not in lines[lines.index(begin) :]:
@@ -40,36 +44,31 @@ def counters(console: Sequence[str]) -> bytes | None:
     end = lines.index(end_marker, start)
     text = "".join(line for line in lines[start:end] if _BASE64.match(line))
     try:
-        tar = gzip.decompress(base64.b64decode(text))
-    except (ValueError, OSError, EOFError):
+        packed = base64.b64decode(text)
+    except ValueError:
         return None
-    return tar if text and tarfile.is_tarfile(io.BytesIO(tar)) else None
+    if not text or packed[:2] != GZIP_MAGIC:
+        return None
+    tar = archive.gunzip(packed, LIMITS, "The guest's GCOV counters")
+    return tar if tarfile.is_tarfile(io.BytesIO(tar)) else None
 
 
-def unpack(tar: bytes, build_dir: Path, destination: Path) -> int:
+def unpack(tar: bytes, build_dir: Path, destination: Path) -> archive.Extracted:
     """The .gcda files (named by the build's absolute path inside debugfs) placed under `destination` as the build
-    directory lays out its objects, each beside a link to its .gcno; returns how many."""
-    count = 0
+    directory lays out its objects, each beside a link to its .gcno. A member named otherwise (outside the build
+    directory, a link, not a .gcda) is refused and named in the result; a guest cannot write outside `destination`."""
     prefix = build_dir.resolve().as_posix().lstrip("/") + "/"
-    with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
-        for member in archive.getmembers():
-            name = member.name.removeprefix("./")
-            if not member.isfile() or not name.endswith(".gcda") or not name.startswith(prefix):
-                continue
-            relative = Path(name[len(prefix) :])
-            if ".." in relative.parts:
-                continue
-            source = archive.extractfile(member)
-            if source is None:
-                continue
-            target = destination / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(source.read())
-            gcno = (build_dir / relative).with_suffix(".gcno")
-            if gcno.exists() and not target.with_suffix(".gcno").exists():
-                os.symlink(gcno, target.with_suffix(".gcno"))
-            count += 1
-    return count
+
+    def place(name: str) -> str | None:
+        name = name.removeprefix("./")
+        return name[len(prefix) :] if name.startswith(prefix) else None
+
+    extracted = archive.extract(tar, destination, place, ".gcda", LIMITS)
+    for target in extracted.files:
+        gcno = build_dir / target.relative_to(destination.resolve()).with_suffix(".gcno")
+        if gcno.exists():
+            os.symlink(gcno, target.with_suffix(".gcno"))
+    return extracted
 
 
 def remove(directory: Path) -> None:

@@ -12,8 +12,10 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import coverage, initramfs
+from .archive import UnsafeArchive
 from .errors import KunitError
 
 META = "boot.json"
@@ -36,11 +38,24 @@ def save_boot(console: Sequence[str], boot_args: Sequence[str], build_dir: Path,
     """Keep one boot's counters under `destination` (with what the report needs to read them), or note their
     absence (the guest died before /init: its cases' coverage is missing from the report)."""
     destination.mkdir(parents=True, exist_ok=True)
-    tar = coverage.counters(console)
-    files = coverage.unpack(tar, build_dir, destination / "gcda") if tar is not None else 0
+    files, refused = 0, []
+    try:
+        tar = coverage.counters(console)
+        if tar is not None:
+            extracted = coverage.unpack(tar, build_dir, destination / "gcda")
+            files, refused = len(extracted.files), extracted.refused
+    except UnsafeArchive as error:
+        tar, refused = None, [error.what]
     prefix = f"{initramfs.GCOV_ARG}="
     dirs = next((arg.removeprefix(prefix) for arg in boot_args if arg.startswith(prefix)), initramfs.ALL)
-    meta = {"tree": str(tree), "build": str(build_dir), "dirs": dirs, "files": files, "counters": tar is not None}
+    meta = {
+        "tree": str(tree),
+        "build": str(build_dir),
+        "dirs": dirs,
+        "files": files,
+        "counters": tar is not None,
+        "refused": refused,
+    }
     (destination / META).write_text(json.dumps(meta))
 
 
@@ -61,6 +76,7 @@ class CoverageReport:
     files: tuple[FileCoverage, ...]
     boots: int
     missing: int  # boots that died before their counters were copied out
+    refused: tuple[str, ...] = ()  # what the guests sent that was not unpacked (archive.py), each "NAME: why"
 
     def summary(self) -> list[str]:
         """What the terminal shows: the report's path, then each tested file, best covered first."""
@@ -80,6 +96,9 @@ class CoverageReport:
             lines.append(f"... and {len(ranked) - SHOWN_FILES} more files in the report")
         if self.missing:
             lines.append(f"{self.missing} boot(s) ended before their counters were copied out (a crash or panic)")
+        if self.refused:
+            more = f" (and {len(self.refused) - 1} more)" if len(self.refused) > 1 else ""
+            lines.append(f"refused from the guests' counters: {self.refused[0]}{more}; see each boot.json in counters/")
         return lines
 
 
@@ -103,6 +122,10 @@ def _gcovr(arguments: list[str]) -> None:
         )
 
 
+def _refused(metas: list[dict[str, Any]]) -> tuple[str, ...]:
+    return tuple(str(entry) for meta in metas for entry in meta.get("refused", []))
+
+
 def make_report(saved: Sequence[Path], output: Path) -> CoverageReport:
     """The counters of every boot (as `save_boot` kept them), summed by gcovr into one report in `output`, limited
     to the tested directories."""
@@ -113,6 +136,7 @@ def make_report(saved: Sequence[Path], output: Path) -> CoverageReport:
         raise KunitError(
             f"No boot of this run copied GCOV counters out of its guest ({len(boots)} boot(s)).",
             "run again with -v and read the consoles: /init prints the counters after KUnit's last suite.",
+            detail="".join(f"refused: {entry}\n" for entry in _refused(metas)[:20]),
         )
     root = Path(with_counters[0][1]["tree"])
     filters: list[str] = []
@@ -147,4 +171,5 @@ def make_report(saved: Sequence[Path], output: Path) -> CoverageReport:
         FileCoverage(entry["filename"], int(entry["line_covered"]), int(entry["line_total"]))
         for entry in json.loads(summary.read_text())["files"]
     )
-    return CoverageReport(output, files, len(boots), sum(1 for meta in metas if not meta["counters"]))
+    missing = sum(1 for meta in metas if not meta["counters"])
+    return CoverageReport(output, files, len(boots), missing, _refused(metas))

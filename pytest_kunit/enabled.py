@@ -14,6 +14,7 @@ from _pytest.junitxml import xml_key
 from .arch import Arch
 from .blame import OUTSIDE_KEY
 from .cache import load_durations, save_durations
+from .cachedir import trusted_cache_dir
 from .coverage_report import COVERAGE_KEY, gcovr_command, keep_counters, make_report
 from .errors import KunitError, KunitWarning
 from .items import MARKERS, KunitCase, KunitconfigFile, collects, fragment_nodeid
@@ -42,6 +43,10 @@ def start(config: pytest.Config, settings: Settings, arch: Arch) -> None:
             gcovr_command()  # before any build: a missing gcovr is known at once
         except KunitError as error:
             raise pytest.UsageError(error.render()) from None
+    try:
+        trusted_cache_dir(settings.cache_dir)
+    except KunitError as error:
+        raise pytest.UsageError(error.render()) from None
     state = config.stash[STATE] = SessionState(config, settings, arch, session=run_id(config))
     state.remote = worker_client(config, settings.cache_dir, state.stats)
     if state.remote is not None:

@@ -10,13 +10,15 @@ has no recipe, `-n` keeps make from running the goals' recipes, and every recipe
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from .processes import ToolTimeout, run_bounded
+
 _GOAL = "pytest-kunit-lists"
+READ_TIMEOUT = 600  # seconds for make to read one directory's makefiles (it runs no recipe): far above the usual
 _HEAD = """\
 .DEFAULT_GOAL := {goal}
 %: SHELL := /bin/false
@@ -82,16 +84,26 @@ def _make(tree: Path, scratch: Path, name: str, text: str) -> list[str]:
     driver = scratch / f"{name}.mk"
     driver.write_text(text)
     environment = {key: value for key, value in os.environ.items() if key not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-    done = subprocess.run(
-        ["make", "-n", "-r", "-R", "-s", "--no-print-directory", f"--include-dir={tree}", "-f", driver.name, _GOAL],
-        cwd=scratch,
-        env=environment,
-        capture_output=True,
-        text=True,
-    )
+    command = [
+        "make",
+        "-n",
+        "-r",
+        "-R",
+        "-s",
+        "--no-print-directory",
+        f"--include-dir={tree}",
+        "-f",
+        driver.name,
+        _GOAL,
+    ]
+    try:
+        done = run_bounded(command, READ_TIMEOUT, f"make reading {driver}", cwd=scratch, env=environment, text=True)
+    except ToolTimeout as error:
+        raise MakeFailed(error.what) from None
     if done.returncode:
         raise MakeFailed(f"make could not read {driver}: {done.stderr.strip()[-500:]}")
-    return done.stdout.splitlines()
+    lines: list[str] = done.stdout.splitlines()
+    return lines
 
 
 def _head(tree: Path, autoconf: Path, srcarch: str) -> str:

@@ -11,8 +11,12 @@ from pathlib import Path
 
 import filelock
 
+from .errors import KunitError
+
 # Waiting longer than this on a lock is worth a line saying why.
 NOTE_AFTER = 3.0
+# A holder that keeps a lock longer than this (what it guards takes minutes, a cold build an hour) is stuck.
+WAIT_AT_MOST = 6 * 3600.0
 
 
 def _holder(sidecar: Path) -> str:
@@ -26,6 +30,22 @@ def _holder(sidecar: Path) -> str:
     return f"held by pid {pid} ({what.strip() or 'no description'}) for {held:.0f} s so far"
 
 
+def _write_note(sidecar: Path, text: str) -> None:
+    """The holder's note, as a new file: a link planted in its place is removed, never written through."""
+    sidecar.unlink(missing_ok=True)
+    handle = os.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(handle, "w") as stream:
+        stream.write(text)
+
+
+def _waited_too_long(name: str, sidecar: Path) -> KunitError:
+    return KunitError(
+        f"Waited {WAIT_AT_MOST / 3600:.0f} h for the cache lock {name}, {_holder(sidecar)}: gave up.",
+        "see what that process is doing (a build that hangs?) and stop it, or give this run a cache of its own "
+        "(--kunit-cache-dir).",
+    )
+
+
 @contextmanager
 def cache_lock(cache_dir: Path, name: str, what: str = "", note: Callable[[str], None] | None = None) -> Iterator[None]:
     """Hold the cache lock `name` while doing `what` (said to whoever waits); after NOTE_AFTER seconds of waiting,
@@ -35,13 +55,17 @@ def cache_lock(cache_dir: Path, name: str, what: str = "", note: Callable[[str],
     lock = filelock.FileLock(str(locks / f"{name}.lock"))
     sidecar = locks / f"{name}.holder"
     try:
-        lock.acquire(timeout=NOTE_AFTER if note is not None else -1)
+        lock.acquire(timeout=NOTE_AFTER if note is not None else WAIT_AT_MOST)
     except filelock.Timeout:
-        assert note is not None
+        if note is None:
+            raise _waited_too_long(name, sidecar) from None
         note(f"waiting for the cache lock {name}: {_holder(sidecar)}")
-        lock.acquire()
+        try:
+            lock.acquire(timeout=WAIT_AT_MOST)
+        except filelock.Timeout:
+            raise _waited_too_long(name, sidecar) from None
     try:
-        sidecar.write_text(f"{os.getpid()}\n{time.time()}\n{what}\n")
+        _write_note(sidecar, f"{os.getpid()}\n{time.time()}\n{what}\n")
         yield
     finally:
         sidecar.unlink(missing_ok=True)

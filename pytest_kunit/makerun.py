@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .arch import Arch
+from .cache import write_atomically
 from .errors import BuildError
 from .processes import group
 from .progress import estimate
@@ -83,15 +84,25 @@ class Make:
         return steps
 
 
+def _recorded_steps(path: Path) -> int | None:
+    """The step count a build recorded; None if there is none, or only part of one (a build killed mid-write)."""
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
 def _expected_steps(build_dir: Path, image: Path) -> tuple[int, str]:
     """How many steps make will likely print: unknown (0) for an incremental build (what an edit makes rebuild);
     else this configuration's last build, else the median of the cache's other builds (a new configuration)."""
     if image.exists():
         return 0, ""
-    own = build_dir / STEPS
-    if own.exists():
-        return int(own.read_text()), "as its last build"
-    others = sorted(int(path.read_text()) for path in build_dir.parent.glob(f"*/{STEPS}") if path.read_text().isdigit())
+    own = _recorded_steps(build_dir / STEPS)
+    if own is not None:
+        return own, "as its last build"
+    recorded = (_recorded_steps(path) for path in build_dir.parent.glob(f"*/{STEPS}"))
+    others = sorted(steps for steps in recorded if steps is not None)
     if others:
         return others[len(others) // 2], "as a build of another configuration"
     return 0, ""
@@ -107,6 +118,5 @@ def full_make(make: Make, progress: ProgressCallback, why: str = "") -> None:
     progress.phase(f"building kernel: make -j{make.jobs} {target} ({about}); log: {make.log}")
     steps = make.run(make.command(f"-j{make.jobs}", target), progress, expected)
     steps_file = make.build_dir / STEPS
-    recorded = int(steps_file.read_text()) if steps_file.exists() and steps_file.read_text().isdigit() else 0
-    if steps > recorded:
-        steps_file.write_text(str(steps))  # the largest count: what a cold build takes
+    if steps > (_recorded_steps(steps_file) or 0):
+        write_atomically(steps_file, str(steps))  # the largest count: what a cold build takes

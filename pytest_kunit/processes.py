@@ -9,9 +9,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any
+
+from .errors import KunitError
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 # How long make has, after SIGTERM, to delete the half-written files of the jobs it was running.
@@ -69,3 +72,35 @@ def group(command: list[str], **popen: Any) -> Iterator[subprocess.Popen[str]]:
         yield process
     finally:
         stop(process)
+
+
+class ToolTimeout(KunitError):
+    """An external command (git, tar, rsync, make -n, a compiler) ran past its deadline and was stopped."""
+
+
+def run_bounded(
+    command: list[str],
+    timeout: float,
+    what: str,
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    text: bool = False,
+) -> subprocess.CompletedProcess[Any]:
+    """subprocess.run(capture_output=True) with a deadline that stops the command's whole process group (tar's xz,
+    a compiler's children: they would hold its pipes open); past it, a ToolTimeout saying `what` was stuck."""
+    pipe = subprocess.PIPE
+    with subprocess.Popen(
+        command, cwd=cwd, env=env, text=text, stdout=pipe, stderr=pipe, start_new_session=True
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(process.pid)
+            process.communicate()
+            raise ToolTimeout(
+                f"{what} did not finish in {timeout:.0f} s, and was stopped.",
+                "check the disk (full, or a network mount that hangs) and the input it was given, then run again.",
+                detail=f"Command: {' '.join(command)}",
+            ) from None
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)

@@ -5,18 +5,23 @@ the kernel was built (its vmlinux and tree stay there). Nothing is rsynced."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
+import time
 import traceback
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import execnet
+
 from .build import BuildResult
 from .cache import CaseList, case_list_data, case_list_from, load_case_list
 from .errors import KunitError
+from .fragments import FragmentTable, fragment_name
 from .image import ImageRecord, check_image, file_digest
 from .initramfs import initramfs
 from .locking import cache_lock
@@ -34,7 +39,11 @@ if TYPE_CHECKING:
 
 SERVICE_KEY = "kunit_service"  # workerinput: the channel to the controller's ImageService
 CACHE_ID_KEY = "kunit_cache_id"  # workerinput: the controller's cache identity
+FRAGMENTS_KEY = "kunit_fragments"  # workerinput: fragment_name -> the token to ask the controller for it by
 CHUNK = 1 << 20
+WAITING = "kunit-waiting"  # what the controller sends a worker whose request it has not answered yet
+HEARTBEAT = 30.0  # seconds between WAITING notes
+RECEIVE_TIMEOUT = 600.0  # seconds of silence after which a worker gives the controller up
 
 
 def cache_id(cache_dir: Path) -> str:
@@ -74,69 +83,117 @@ class Offer:
 def _failure(error: BaseException) -> dict[str, str]:
     if isinstance(error, KunitError):
         return {"error": error.what, "remedy": error.remedy, "detail": error.detail}
-    detail = "".join(traceback.format_exception(error))
-    return {"error": f"The xdist controller failed to serve a worker: {error!r}", "remedy": "", "detail": detail}
+    # Where it failed, not what it said: an error's message may quote a file the worker has no business reading.
+    detail = "".join(traceback.format_tb(error.__traceback__))
+    return {
+        "error": f"The xdist controller failed to serve a worker ({type(error).__name__}).",
+        "remedy": "",
+        "detail": detail,
+    }
+
+
+def _refusal(what: str) -> dict[str, str]:
+    """The answer to a request the service does not serve: what was refused, never what any file holds."""
+    return _failure(
+        KunitError(
+            f"The xdist controller refused a worker's request: {what}.",
+            "run every worker from a checkout of the same project as the controller, with the same pytest-kunit.",
+        )
+    )
 
 
 class ImageService:
-    """The controller's side: builds what workers ask for (once per fragment), serves images by digest in chunks,
-    decodes crash reports. Requests arrive in execnet's receiver thread and are served one at a time by a thread of
-    their own, so a long build never holds up xdist's messages."""
+    """The controller's side: builds the fragments it found itself (fragments.py) when a worker asks by the token it
+    was handed (once per fragment), serves the images it built by digest in chunks, decodes crash reports of those
+    images; refuses anything else. Requests arrive in execnet's receiver thread and are served one at a time by a
+    thread of their own, so a long build never holds up xdist's messages; meanwhile every worker with a request
+    waiting hears WAITING every HEARTBEAT seconds, so its silence timeout means a controller gone, not busy."""
 
-    def __init__(self, state: SessionState) -> None:
+    def __init__(self, state: SessionState, fragments: FragmentTable) -> None:
         self.state = state
+        self.fragments = fragments
         self.requests: queue.SimpleQueue[tuple[Any, Any]] = queue.SimpleQueue()
-        self.offers: dict[str, dict[str, Any]] = {}  # by node id: an Offer's fields, or a failure
-        self.kernels: dict[str, Kernel] = {}  # by image digest
+        self.offers: dict[str, dict[str, Any]] = {}  # by fragment token: an Offer's fields, or a failure
+        self.kernels: dict[str, Kernel] = {}  # by image digest: the images this service built
+        self._waiting: dict[int, tuple[Any, int]] = {}  # by id(channel): the channel, its unanswered requests
+        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     def open_for(self, node: Any) -> Any:
         """A channel to this service on the worker's gateway, for its workerinput."""
         channel = node.gateway.newchannel()
-        channel.setcallback(lambda message: self.requests.put((channel, message)))
+        channel.setcallback(lambda message: self.receive(channel, message))
         if self._thread is None:
             self._thread = threading.Thread(target=self._serve, name="kunit-image-service", daemon=True)
             self._thread.start()
+            threading.Thread(target=self._heartbeat, name="kunit-image-heartbeat", daemon=True).start()
         return channel
+
+    def receive(self, channel: Any, message: Any) -> None:
+        self._count(channel, +1)
+        self.requests.put((channel, message))
+
+    def _count(self, channel: Any, change: int) -> None:
+        with self._lock:
+            count = self._waiting.get(id(channel), (channel, 0))[1] + change
+            if count > 0:
+                self._waiting[id(channel)] = (channel, count)
+            else:
+                self._waiting.pop(id(channel), None)
+
+    def _heartbeat(self) -> None:
+        while True:
+            time.sleep(HEARTBEAT)
+            with self._lock:
+                channels = [channel for channel, _ in self._waiting.values()]
+            for channel in channels:
+                with contextlib.suppress(OSError):  # the worker is gone
+                    channel.send(WAITING)
 
     def _serve(self) -> None:
         while True:
             channel, message = self.requests.get()
-            try:
-                self._answer(channel, message)
-            except OSError:
-                pass  # the worker is gone: nobody to answer
-            except Exception as error:  # one bad request must not leave every worker waiting
-                channel.send(_failure(error))
+            self.serve_one(channel, message)
 
-    def _answer(self, channel: Any, message: tuple[Any, ...]) -> None:
-        kind = message[0]
-        if kind == "kernel":
-            _, relative, absolute, key = message
-            if key not in self.offers:
+    def serve_one(self, channel: Any, message: Any) -> None:
+        """Answer one request; whatever fails (a build, an image rebuilt since it was offered, a full disk), the worker
+        hears why instead of waiting forever."""
+        try:
+            self._answer(channel, message)
+        except Exception as error:
+            with contextlib.suppress(OSError):  # the worker is gone: nobody to tell
+                channel.send(_failure(error))
+        finally:
+            self._count(channel, -1)
+
+    def _answer(self, channel: Any, message: Any) -> None:
+        kind = message[0] if isinstance(message, tuple | list) and message else None
+        if kind == "kernel" and len(message) == 2:
+            token = message[1]
+            path = self.fragments.path(token)
+            if path is None:
+                channel.send(_refusal("it names no fragment this controller collected"))
+                return
+            if token not in self.offers:
                 try:
-                    self.offers[key] = self._offer(relative, absolute, key)
+                    self.offers[token] = self._offer(path, token)
                 except KunitError as error:
-                    self.offers[key] = _failure(error)  # each worker hears it; the build is not tried again
-            channel.send(self.offers[key])
-        elif kind == "image":
+                    self.offers[token] = _failure(error)  # each worker hears it; the build is not tried again
+            channel.send(self.offers[token])
+        elif kind == "image" and len(message) == 2 and message[1] in self.kernels:
             image = self.kernels[message[1]].build.image
             with image.open("rb") as stream:
                 for block in iter(lambda: stream.read(CHUNK), b""):
                     channel.send(block)
             channel.send(b"")
-        elif kind == "decode":
-            kernel = self.kernels[message[1]]
-            channel.send(list(self.state.runner.decode(kernel, tuple(message[2]))))
+        elif kind == "decode" and len(message) == 3 and message[1] in self.kernels:
+            lines = tuple(line for line in message[2] if isinstance(line, str))
+            channel.send(list(self.state.runner.decode(self.kernels[message[1]], lines)))
+        else:
+            channel.send(_refusal("it asks for nothing this controller offered"))
 
-    def _offer(self, relative: str | None, absolute: str, key: str) -> dict[str, Any]:
-        path = self.state.config.rootpath / relative if relative is not None else Path(absolute)
-        if not path.is_file():
-            raise KunitError(
-                f"The xdist controller has no fragment {path} (a worker collected it as {key}).",
-                "start pytest on the controller in a checkout of the same project the workers run in: each fragment "
-                "must lie at the same place under the rootdir on both sides.",
-            )
+    def _offer(self, path: Path, token: str) -> dict[str, Any]:
+        key = fragment_name(self.state.config.rootpath, path)
         kernel = self.state.build_kernel(path, key)
         digest = kernel.build.image_digest
         self.kernels[digest] = kernel
@@ -144,7 +201,7 @@ class ImageService:
         listing = load_case_list(self.state.settings.cache_dir, digest)
         locations = listing.locations if listing else case_locations(kernel.tree, kernel.build.build_dir)
         offer = Offer(
-            key=key,
+            key=token,
             image_digest=digest,
             image_name=image.name,
             size=image.stat().st_size,
@@ -165,14 +222,27 @@ class ImageClient:
     a guest first boots it (one fetch per host: the cache lock makes the other workers wait and reuse it); a kernel
     none of whose cases is selected never travels."""
 
-    def __init__(self, channel: Any, cache_dir: Path, stats: Stats) -> None:
+    def __init__(self, channel: Any, fragments: dict[str, str], cache_dir: Path, stats: Stats) -> None:
         self.channel = channel
+        self.fragments = fragments  # fragment_name -> the token the controller handed out for it
         self.cache_dir = cache_dir
         self.stats = stats
         self.unfetched: dict[str, Offer] = {}  # by image digest: offered, not yet in place here
 
     def _receive(self) -> Any:
-        reply = self.channel.receive()
+        """The controller's next answer; its WAITING notes only restart the clock. Silence for RECEIVE_TIMEOUT
+        seconds means the controller or the connection is gone."""
+        while True:
+            try:
+                reply = self.channel.receive(timeout=RECEIVE_TIMEOUT)
+            except execnet.TimeoutError:
+                raise KunitError(
+                    f"The xdist controller has said nothing for {RECEIVE_TIMEOUT:.0f} s: it or the connection to it "
+                    "is gone.",
+                    "look at the controller's output for what stopped it, and run again.",
+                ) from None
+            if reply != WAITING:
+                break
         if isinstance(reply, dict) and "error" in reply:
             raise KunitError(reply["error"], reply["remedy"], detail=reply["detail"])
         return reply
@@ -182,11 +252,15 @@ class ImageClient:
     ) -> tuple[Kernel, CaseList | None, dict[str, tuple[str, int]]]:
         """The fragment's kernel (its image where this host's cache keeps it, fetched before its first boot), the
         controller's case list if it had one, and its cases' C locations."""
-        try:
-            relative: str | None = path.resolve().relative_to(rootpath).as_posix()
-        except ValueError:
-            relative = None
-        self.channel.send(("kernel", relative, str(path.resolve()), key))
+        name = fragment_name(rootpath, path)
+        token = self.fragments.get(name)
+        if token is None:
+            raise KunitError(
+                f"The xdist controller did not find the fragment {name} this worker collected, and builds no other.",
+                "start pytest on the controller in a checkout of the same project the workers run in, with the same "
+                "arguments: each fragment must lie at the same place under the rootdir on both sides.",
+            )
+        self.channel.send(("kernel", token))
         offer = Offer(**self._receive())
         image = self.cache_dir / "images" / offer.image_digest / offer.image_name
         self.unfetched[offer.image_digest] = offer
@@ -245,4 +319,4 @@ def worker_client(config: pytest.Config, cache_dir: Path, stats: Stats) -> Image
     given = workerinput(config)
     if given is None or SERVICE_KEY not in given or given.get(CACHE_ID_KEY) == cache_id(cache_dir):
         return None
-    return ImageClient(given[SERVICE_KEY], cache_dir, stats)
+    return ImageClient(given[SERVICE_KEY], given.get(FRAGMENTS_KEY, {}), cache_dir, stats)

@@ -21,13 +21,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pytest
-
 from . import membership
 from .build import completed_config
 from .cache import write_atomically
 from .errors import BuildError, ConfigError
-from .items import collects, is_fragment
+from .fragments import fragments_in_run
 from .kconfig import Fragment, parse_fragment, read_dotconfig
 from .overlay import suite_dir_for
 from .progress import Progress
@@ -51,31 +49,6 @@ class Group:
 
 def shown_path(path: Path, base: Path) -> str:
     return os.path.relpath(path, base) if path.is_relative_to(base) else str(path)
-
-
-def fragments_in_run(config: pytest.Config) -> list[Path]:
-    """The fragments this run collects, found as pytest will find them (its arguments, its ignore rules), resolved.
-    A miss only means a fragment built alone; an extra one only more suites in a union, none of them collected."""
-    found: dict[Path, None] = {}
-    base = config.invocation_params.dir
-
-    def ignored(path: Path) -> bool:
-        return bool(config.hook.pytest_ignore_collect(collection_path=path, config=config))
-
-    for arg in config.args:
-        top = base / arg.split("::")[0]
-        if top.is_file():
-            if collects(config, top):
-                found[top.resolve()] = None
-            continue
-        for directory, subdirectories, files in os.walk(top):
-            here = Path(directory)
-            subdirectories[:] = sorted(name for name in subdirectories if not ignored(here / name))
-            for name in sorted(files):
-                path = here / name
-                if is_fragment(path) and not ignored(path) and collects(config, path):
-                    found[path.resolve()] = None
-    return list(found)
 
 
 def plan_groups(

@@ -6,7 +6,6 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 import tarfile
 import tempfile
 from collections.abc import Callable
@@ -15,8 +14,12 @@ from pathlib import Path
 
 from .errors import TreeError
 from .locking import cache_lock
+from .processes import ToolTimeout, run_bounded
 
 READY_MARK = ".pytest-kunit-ready"
+# What git, tar and rsync get on a kernel tree before they are deemed stuck (on a full or hung disk, a tarball
+# that never ends): far above what they take (seconds to a few minutes).
+TOOL_TIMEOUT = 3600
 # What no build reads, left out of the walk: git's store, and pytest's cache, which a run from inside the tree writes
 # at its end (every run: that would leave a tree that never stays unchanged).
 UNREAD = (".git", ".pytest_cache")
@@ -110,13 +113,8 @@ def apply_patches(tree: Path, patches: list[Path]) -> None:
     # Keep git from discovering a repository above the tree (the cache may live inside one).
     env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(tree.parent))
     for patch in patches:
-        result = subprocess.run(
-            ["git", "apply", "--whitespace=nowarn", str(patch)],
-            cwd=tree,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
+        command = ["git", "apply", "--whitespace=nowarn", str(patch)]
+        result = run_bounded(command, TOOL_TIMEOUT, f"Applying {patch}", cwd=tree, env=env, text=True)
         if result.returncode != 0:
             raise TreeError(
                 f"Patch {patch.name} (from {patch.parent}) does not apply to the kernel tree.",
@@ -126,6 +124,66 @@ def apply_patches(tree: Path, patches: list[Path]) -> None:
             )
 
 
+def touched_paths(patches: list[Path]) -> tuple[str, ...]:
+    """The tree's paths the patches create, change, rename or delete (as `git apply` reads them: -p1)."""
+    touched: dict[str, None] = {}
+    for patch in patches:
+        command = ["git", "apply", "--numstat", "-z", str(patch)]
+        result = run_bounded(command, TOOL_TIMEOUT, f"Reading the patch {patch}")
+        if result.returncode != 0:
+            raise TreeError(
+                f"Patch {patch.name} (from {patch.parent}) cannot be read as a patch.",
+                "check the file is a patch (git format-patch, or diff -u), or leave it out of --kunit-patches.",
+                detail=result.stderr.decode(errors="replace").strip(),
+            )
+        # Each entry is `ADDED\tDELETED\tPATH\0`, a rename `ADDED\tDELETED\t\0OLD\0NEW\0`.
+        fields = result.stdout.decode(errors="surrogateescape").split("\0")
+        touched.update((field.rsplit("\t", 1)[-1], None) for field in fields if field.rsplit("\t", 1)[-1])
+    return tuple(touched)
+
+
+def _copy_patched(source: Path, destination: Path, patches: list[Path]) -> None:
+    """`destination` made a copy of `source` with the patches applied, where a process may be compiling it: no file
+    is ever there unpatched, each is replaced whole, and what is already in place is left alone (its mtime too, so
+    nothing rebuilds when nothing changed). The patched files are made apart and moved in; everything else is
+    mirrored with them left out."""
+    touched = touched_paths(patches)
+    staging = destination.with_name(destination.name + ".patching")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        for relative in touched:
+            original = source / relative
+            if original.is_file() or original.is_symlink():
+                (staging / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(original, staging / relative, follow_symlinks=False)
+        apply_patches(staging, patches)
+        mirror(source, destination, "/.git", *(f"/{relative}" for relative in touched))
+        for relative in touched:
+            _put(staging / relative, destination / relative)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _put(new: Path, target: Path) -> None:
+    """`target` made what `new` is (gone if `new` is), replaced by a rename; untouched when it already is."""
+    if not new.exists() and not new.is_symlink():
+        target.unlink(missing_ok=True)
+        return
+    if (
+        target.is_file()
+        and not target.is_symlink()
+        and target.stat().st_mode == new.stat().st_mode
+        and target.read_bytes() == new.read_bytes()
+    ):
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    scratch = target.with_name(f".{target.name}.pytest-kunit")
+    scratch.unlink(missing_ok=True)
+    shutil.copy2(new, scratch, follow_symlinks=False)
+    os.replace(scratch, target)
+
+
 def _extract(tarball: Path, destination: Path) -> None:
     scratch = destination.with_name(destination.name + ".partial")
     shutil.rmtree(scratch, ignore_errors=True)
@@ -133,7 +191,11 @@ def _extract(tarball: Path, destination: Path) -> None:
     # Debian's tarball is xz in many blocks: decompressing them on every core roughly halves the extraction.
     decompress = ["-I", "xz -T0"] if tarball.name.endswith(".xz") and shutil.which("xz") else []
     command = ["tar", *decompress, "-xf", str(tarball), "-C", str(scratch)]
-    result = subprocess.run(command, capture_output=True, text=True)
+    try:
+        result = run_bounded(command, TOOL_TIMEOUT, f"Extracting {tarball}", text=True)
+    except ToolTimeout:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
     if result.returncode != 0:
         shutil.rmtree(scratch, ignore_errors=True)
         raise TreeError(
@@ -156,7 +218,7 @@ def mirror(source: Path, destination: Path, *excludes: str) -> None:
     """Make `destination` a copy of `source`; rsync keeps unchanged files' mtimes, so builds stay incremental."""
     destination.mkdir(parents=True, exist_ok=True)
     command = ["rsync", "-a", "--delete", *(f"--exclude={pattern}" for pattern in excludes)]
-    result = subprocess.run([*command, f"{source}/", f"{destination}/"], capture_output=True, text=True)
+    result = run_bounded([*command, f"{source}/", f"{destination}/"], TOOL_TIMEOUT, f"Copying {source}", text=True)
     if result.returncode != 0:
         raise TreeError(
             f"Could not copy {source} to {destination}.",
@@ -191,7 +253,10 @@ def _find_newer(tree: Path, since_ns: int) -> list[str] | None:
         os.utime(reference.name, ns=(since_ns, since_ns))
         unread = [word for name in UNREAD for word in ("-o", "-name", name)][1:]
         command = [find, str(tree), "(", *unread, ")", "-prune", "-o", "-newer", reference.name, "-print0"]
-        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            result = run_bounded(command, TOOL_TIMEOUT, f"Walking {tree}")
+        except ToolTimeout:
+            return None
     if result.returncode != 0:
         return None
     return [os.fsdecode(path) for path in result.stdout.split(b"\0") if path]
@@ -277,8 +342,7 @@ def prepare(
         with cache_lock(cache_dir, f"src-{key}", f"copying {source} and applying its patches", note):
             if note is not None:
                 note(f"copying {source} to {destination} and applying {len(patches)} patches")
-            mirror(source, destination, "/.git")
-            apply_patches(destination, patches)
+            _copy_patched(source, destination, patches)
         return PreparedTree(destination, key, False, detect_features(destination))
 
     stat = source.stat()

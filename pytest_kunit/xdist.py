@@ -11,9 +11,10 @@ from xdist.scheduler import LoadFileScheduling, LoadGroupScheduling, LoadScopeSc
 from .blame import OUTSIDE_KEY
 from .cache import load_durations
 from .coverage_report import COVERAGE_KEY
+from .fragments import find_fragments
 from .kcidb import BuiltKernel
 from .planning import Durations, case_from_nodeid, plan_batches
-from .remote import CACHE_ID_KEY, SERVICE_KEY, ImageService, cache_id
+from .remote import CACHE_ID_KEY, FRAGMENTS_KEY, SERVICE_KEY, ImageService, cache_id
 from .session import STATE
 from .workers import DURATIONS_KEY
 
@@ -80,8 +81,9 @@ class KunitXdist:
         node.workerinput[DURATIONS_KEY] = self.durations
         # Every worker may use it: only one whose cache is not this one does (remote.py).
         if self.images is None:
-            self.images = ImageService(self.config.stash[STATE])
+            self.images = ImageService(self.config.stash[STATE], find_fragments(self.config))
         node.workerinput[SERVICE_KEY] = self.images.open_for(node)
+        node.workerinput[FRAGMENTS_KEY] = self.images.fragments.tokens
         node.workerinput[CACHE_ID_KEY] = cache_id(self.config.stash[STATE].settings.cache_dir)
 
     @pytest.hookimpl(optionalhook=True)

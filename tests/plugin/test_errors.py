@@ -154,3 +154,15 @@ def test_two_sessions_share_one_build(pytester: pytest.Pytester, fake_kernel: Fa
     runs = [path.read_text() for path in fake_kernel.cache.glob("build/*/make-runs")]
     assert len(runs) == 1 and runs[0].splitlines().count("vmlinux") == 1
     assert len(list(fake_kernel.cache.glob("src/*"))) == 1
+
+
+def test_a_cache_others_can_write_is_refused_before_anything_runs(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared-cache"
+    shared.mkdir()
+    shared.chmod(0o777)
+    arguments = [arg for arg in fake_kernel.options() if not arg.startswith("--kunit-cache-dir")]
+    result = project.runpytest(*arguments, f"--kunit-cache-dir={shared}")
+    result.stderr.fnmatch_lines([f"*The pytest-kunit cache {shared} can be written by its group or by anyone*"])
+    assert not list(shared.iterdir())  # nothing built, nothing written

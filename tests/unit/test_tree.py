@@ -6,9 +6,12 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_kunit import processes
+from pytest_kunit import tree as tree_module
 from pytest_kunit.errors import TreeError
 from pytest_kunit.tree import (
     TreeFeatures,
@@ -304,3 +307,53 @@ def test_changed_since_names_each_newer_entry_outside_git_and_pytest_caches(
         str(root / "lib/kunit/new.c"),
     }
     assert changed_since(root / "missing", since) is None
+
+
+# --- a directory source with patches, prepared while another process may be compiling it ---------------------------
+
+
+@needs_git
+def test_a_patched_copy_never_shows_a_file_unpatched_or_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every process prepares the shared copy (each xdist worker, each session). Before the fix each one rsynced the
+    source over it (patched files back to unpatched, files patches add deleted) and then ran `git apply` again: a
+    compile in between read them so, and every file the series touches got a new mtime (a rebuild)."""
+    source = tmp_path / "linux"
+    (source / "lib" / "kunit").mkdir(parents=True)
+    (source / "Makefile").write_text("all:\n")
+    (source / "Kconfig").write_text("config KUNIT\n")
+    (source / "lib" / "kunit" / "hello.c").write_text("line one\nline two\nline three\n")
+    (source / "lib" / "other.c").write_text("// other\n")
+    series = tmp_path / "series"
+    series.mkdir()
+    (series / "0001-good.patch").write_text(GOOD)
+    (series / "0002-add.patch").write_text(NEW_FILE)
+    cache = tmp_path / "cache"
+    copy = tree_module.prepare(source, (series,), cache).path
+    hello, added = copy / "lib/kunit/hello.c", copy / "lib/kunit/added.c"
+    patched = "line one\nline 2\nline three\n"
+    assert hello.read_text() == patched and added.read_text() == "// new\n"
+    before = (hello.stat().st_ino, hello.stat().st_mtime_ns, added.stat().st_mtime_ns)
+
+    seen: list[tuple[str, bool]] = []
+    run = processes.run_bounded
+
+    def watching(command: list[str], *args: Any, **kwargs: Any) -> Any:
+        result = run(command, *args, **kwargs)
+        seen.append((hello.read_text() if hello.exists() else "missing", added.exists()))
+        return result
+
+    monkeypatch.setattr(tree_module, "run_bounded", watching)
+    assert tree_module.prepare(source, (series,), cache).path == copy  # nothing changed: nothing rewritten
+    assert (hello.stat().st_ino, hello.stat().st_mtime_ns, added.stat().st_mtime_ns) == before
+    assert seen and set(seen) == {(patched, True)}, seen
+    seen.clear()
+    (source / "lib" / "other.c").write_text("// other, edited\n")  # an edit elsewhere, and one to a patched file
+    (source / "lib" / "kunit" / "hello.c").write_text("line one\nline two\nline three\nline four\n")
+    tree_module.prepare(source, (series,), cache)
+    assert seen and all(text.startswith("line one\nline 2\n") and present for text, present in seen), seen
+    assert (copy / "lib/other.c").read_text() == "// other, edited\n"
+    assert hello.read_text() == "line one\nline 2\nline three\nline four\n"
+    assert added.stat().st_mtime_ns == before[2]  # unchanged by the patch series: left alone
+    assert sorted(path.name for path in (cache / "src").iterdir()) == [copy.name]  # no staging left
