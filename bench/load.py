@@ -35,6 +35,7 @@ FAULT_VERDICTS = {
     "faults.faults_pass_first": "passed",
     "faults.faults_fail": "failed",
     "faults.faults_pass_after_fail": "passed",
+    "faults.faults_params_one_fails": "failed",
     "faults.faults_null_dereference": "failed",
     "faults.faults_pass_after_null_dereference": "passed",
     "faults.faults_bug": "failed",

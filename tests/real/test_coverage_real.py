@@ -1,6 +1,6 @@
-"""The real tier for --kunit-coverage: the framework fragment built with GCOV (one cold build), its counters copied out
-of the guest by the initramfs's /init, and the report's lib/kunit/test.c line coverage checked against gcov's own
-reading of the same counters."""
+"""The real tier for --kunit-coverage: the framework fragment built with GCOV (conftest.KERNELS["gcov"]), its counters
+copied out of the guest by the initramfs's /init, and the report's lib/kunit/test.c line coverage checked against
+gcov's own reading of the same counters."""
 
 from __future__ import annotations
 
@@ -11,21 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from .test_real_kernel import FRAMEWORK, report, run
+from .conftest import FRAMEWORK, Kunit
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.xdist_group("gcov")]
 
 
-def test_framework_coverage_matches_gcov(tmp_path: Path) -> None:
+def test_framework_coverage_matches_gcov(kunit: Kunit, tmp_path: Path) -> None:
+    kunit.kernel("gcov")
     output = tmp_path / "coverage"
-    process, outcomes = run(tmp_path, FRAMEWORK, f"--kunit-coverage={output}")
-    assert process.returncode == 0, report(process)
-    assert all(outcome in ("passed", "skipped") for outcome in outcomes.values()), report(process)
-    assert f"coverage of 1 boot(s): {output / 'index.html'}" in process.stdout, report(process)
-    summary = re.search(r"^\s*([\d.]+)%\s+(\d+)/(\d+)\s+lib/kunit/test\.c$", process.stdout, re.MULTILINE)
-    assert summary, report(process)
+    run = kunit.run(FRAMEWORK, f"--kunit-coverage={output}")
+    assert run.returncode == 0, run.report()
+    assert "kernel builds: 0 " in run.stdout, run.report()
+    assert all(outcome in ("passed", "skipped") for outcome in run.outcomes.values()), run.report()
+    assert f"coverage of 1 boot(s): {output / 'index.html'}" in run.stdout, run.report()
+    summary = re.search(r"^\s*([\d.]+)%\s+(\d+)/(\d+)\s+lib/kunit/test\.c$", run.stdout, re.MULTILINE)
+    assert summary, run.report()
     covered, total = int(summary[2]), int(summary[3])
-    assert covered > 0, report(process)
+    assert covered > 0, run.report()
     assert (output / "index.html").is_file() and (output / "coverage.xml").is_file()
     (gcda,) = output.glob("counters/*/gcda/lib/kunit/test.gcda")
     said = subprocess.run(
@@ -37,16 +39,17 @@ def test_framework_coverage_matches_gcov(tmp_path: Path) -> None:
     assert round(float(found[1]) * total / 100) == covered, said
 
 
-def test_a_selection_covers_only_what_ran(tmp_path: Path) -> None:
+def test_a_selection_covers_only_what_ran(kunit: Kunit, tmp_path: Path) -> None:
     """With -k only the selected cases run: a suite left out covers none of its own lines (the same GCOV build as
     above: boots only)."""
+    kunit.kernel("gcov")
     everything, selected = tmp_path / "all", tmp_path / "selected"
-    process, _ = run(tmp_path, FRAMEWORK, f"--kunit-coverage={everything}")
-    assert process.returncode == 0, report(process)
+    run = kunit.run(FRAMEWORK, f"--kunit-coverage={everything}")
+    assert run.returncode == 0, run.report()
     whole = lines_covered(everything)
-    process, outcomes = run(tmp_path, FRAMEWORK, f"--kunit-coverage={selected}", "-k", "example")
-    assert process.returncode == 0, report(process)
-    assert outcomes and all(name.startswith("example.") for name in outcomes), outcomes
+    run = kunit.run(FRAMEWORK, f"--kunit-coverage={selected}", "-k", "example")
+    assert run.returncode == 0, run.report()
+    assert run.outcomes and all(name.startswith("example.") for name in run.outcomes), run.outcomes
     part = lines_covered(selected)
     assert whole["lib/kunit/string-stream-test.c"] > 0 and part["lib/kunit/string-stream-test.c"] == 0
     assert 0 < part["lib/kunit/kunit-example-test.c"] <= whole["lib/kunit/kunit-example-test.c"]

@@ -1,19 +1,21 @@
-"""The real tier for testsuites/kunit-debug.kunitconfig: KUnit's suites and the kernel series' on a debug kernel
-(KASAN, UBSAN, lockdep, DEBUG_ATOMIC_SLEEP, debug objects, kmemleak). One more cold build in CI, the slowest of the
-tier: the debug options make the kernel slower to build and to run under TCG. scripts/check-series.sh builds the
-same kernel (the tarball plus kernel-patches/ in the default cache), so after it this test only boots."""
+"""The real tier's debug kernel: KUnit's suites and the kernel series' on KASAN, UBSAN, lockdep, DEBUG_ATOMIC_SLEEP,
+debug objects and kmemleak (testsuites/kunit-debug.kunitconfig), one kernel shared with the sanitize suite
+(testsuites/sanitize/, on the same lines: conftest.KERNELS["debug"]), the slowest build of the tier.
+
+Each fix of the series checked here also fails with its fix undone (tests/data/unfix-patches): that needs another
+cold debug build of another tree, so scripts/check-series.sh runs it (its last step), not command two."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import re
 
 import pytest
 
-from .test_real_kernel import FRAMEWORK_CASES, report, run
+from .conftest import DEBUG, SANITIZE, Kunit
+from .test_real_kernel import FRAMEWORK_CASES, FRAMEWORK_SKIPS
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.xdist_group("debug")]
 
-DEBUG = "testsuites/kunit-debug.kunitconfig"
 # The cases that check the series' fixes for what these debug options catch: each fails on a report printed while it
 # runs (a use after free, a stack overrun, a sleep in atomic context), as well as on its own expectations.
 DEBUG_CHECKS = {
@@ -27,51 +29,69 @@ DEBUG_CHECKS = {
 }
 
 
-def test_series_suites_are_clean_on_the_debug_kernel(tmp_path: Path) -> None:
+def test_series_suites_are_clean_on_the_debug_kernel(kunit: Kunit) -> None:
+    shared = kunit.kernel("debug")
+    assert f"{DEBUG} runs in the kernel shared by" in shared.stdout, shared.report()
     # The series' own first patch keeps 6.1's PVH entry, through which QEMU boots the vmlinux, free of KASAN checks.
-    process, outcomes = run(tmp_path, DEBUG)
+    run = kunit.run(DEBUG)
     # A sanitizer, lockdep, debug-objects or kmemleak report fails the case it was printed in, or the run; so does a
     # kmemleak final scan that never finished (no leak reported must mean none found).
-    assert process.returncode == 0, report(process)
-    assert "outside any case" not in process.stdout, report(process)
-    assert set(outcomes.values()) <= {"passed", "skipped"}, report(process)
-    assert set(outcomes) >= FRAMEWORK_CASES | DEBUG_CHECKS, report(process)
-    suites = {name.split(".")[0] for name in outcomes}
-    assert {"kunit-seed-resource", "kunit_mock", "eeprom_buffer_mock", "of_base", "of_overlay"} <= suites, report(
-        process
-    )
+    assert run.returncode == 0, run.report()
+    assert "kernel builds: 0 " in run.stdout, run.report()
+    assert "outside any case" not in run.stdout, run.report()
+    assert set(run.outcomes.values()) <= {"passed", "skipped"}, run.report()
+    assert set(run.outcomes) >= FRAMEWORK_CASES | DEBUG_CHECKS, run.report()
+    suites = {name.split(".")[0] for name in run.outcomes}
+    assert {"kunit-seed-resource", "kunit_mock", "eeprom_buffer_mock", "of_base", "of_overlay"} <= suites, run.report()
+    assert "sanitize" not in suites, run.report()
 
 
-UNFIX = "tests/data/unfix-patches"
-# What each fix's case does with its fix undone (tests/data/unfix-patches/README.md): the failure the fix prevents.
-WITHOUT_ITS_FIX = {
-    "string-stream-test.string_stream_test_append_percent": "failure",
-    "kunit_mock.mock_test_streq_on_integer_fails": "failure",
-    "kunit_mock.mock_test_owner_gone_before_cleanup": "failure",
-    "kunit_mock.mock_test_sequence_outlives_stack": "failure",
-    "kunit_mock.mock_test_atomic_context": "failure",
-    "eeprom_buffer_mock.eeprom_buffer_mock_retries_after_short_write_error": "failure",
-    # GCC 12 narrows the inlined 8-byte store to the local's bytes: the overrun the fix removes never happens at run
-    # time with this compiler, so the case passes either way.
-    "kunit_mock.mock_test_odd_sized_returns": "passed",
+SANITIZE_OUTCOMES = {
+    "sanitize.sanitize_pass_first": "passed",
+    "sanitize.sanitize_leak": "passed",  # a leak fails the run (kmemleak's scan), never a case
+    "sanitize.sanitize_kmalloc_overflow": "failure",
+    "sanitize.sanitize_pass_after_overflow": "passed",
+    "sanitize.sanitize_overflow_in_work": "failure",
+    "sanitize.sanitize_shift_overflow": "failure",
+    "sanitize.sanitize_pass_last": "passed",
 }
 
 
-def test_each_fix_s_case_fails_without_it(tmp_path: Path) -> None:
-    selected = " or ".join(name.split(".")[1] for name in WITHOUT_ITS_FIX)
-    process, outcomes = run(
-        tmp_path, DEBUG, "--kunit-patches=kernel-patches", f"--kunit-patches={UNFIX}", "-k", selected
-    )
-    assert {name: outcome for name, outcome in outcomes.items() if name in WITHOUT_ITS_FIX} == WITHOUT_ITS_FIX, report(
-        process
-    )
-    for evidence in (
-        "string-stream-test.string_stream_test_append_percent FAILED at lib/kunit/string-stream-test.c:57",
-        "kunit_mock.mock_test_streq_on_integer_fails CRASHED",
-        "BUG: KASAN: null-ptr-deref in strcmp",
-        "BUG: KASAN: use-after-free in __kunit_add_resource",
-        "BUG: KASAN: stack-out-of-bounds in __kunit_mock_call",
-        "BUG: sleeping function called from invalid context",
-        "eeprom_buffer_mock.eeprom_buffer_mock_retries_after_short_write_error FAILED at",
-    ):
-        assert evidence in process.stdout, report(process)
+def test_each_report_fails_its_own_case_and_the_framework_stays_green(kunit: Kunit) -> None:
+    kunit.kernel("debug")
+    # --kunit-sanitize adds nothing the fragment lacks: the debug kernel serves it as it is.
+    run = kunit.run(SANITIZE, "--kunit-sanitize", "kasan,ubsan")
+    assert "kernel builds: 0 " in run.stdout, run.report()
+    sanitize = {name: outcome for name, outcome in run.outcomes.items() if name.startswith("sanitize.")}
+    assert sanitize == SANITIZE_OUTCOMES, run.report()
+    framework = {name: outcome for name, outcome in run.outcomes.items() if not name.startswith("sanitize.")}
+    assert set(framework) >= FRAMEWORK_CASES, run.report()
+    assert {name for name in FRAMEWORK_CASES if framework[name] == "skipped"} == FRAMEWORK_SKIPS, run.report()
+    assert all(outcome in ("passed", "skipped") for outcome in framework.values()), run.report()
+    text = run.stdout
+    assert "outside any case" not in text, run.report()
+    # The leak: kmemleak's final scan (the debug kernel has kmemleak) finds it and fails the run.
+    assert "unreferenced object 0x" in text, run.report()
+    # 6.1's KASAN fails no case itself (its KUnit hook needs CONFIG_KASAN_KUNIT_TEST): the report alone does, and is
+    # the evidence, decoded, shown once (the summary line and the report's own headline).
+    kmalloc = failure(text, "sanitize.sanitize_kmalloc_overflow")
+    said = "sanitizer report while this case ran (its own result line said passed: KUnit did not see it): "
+    assert said + "BUG: KASAN: slab-out-of-bounds in sanitize_kmalloc_overflow" in kmalloc, run.report()
+    assert kmalloc.count("BUG: KASAN: slab-out-of-bounds") == 2, kmalloc
+    # Decoded: the overflowing line of the suite's source.
+    assert re.search(r"sanitize_kmalloc_overflow \(pytest-kunit/sanitize/sanitize-test\.c:\d+", kmalloc), kmalloc
+    # In a work item KUnit could not see it whatever KASAN did: the report alone fails the case.
+    work = failure(text, "sanitize.sanitize_overflow_in_work")
+    assert said + "BUG: KASAN: slab-out-of-bounds in overflow_work_fn" in work, work
+    assert work.count("BUG: KASAN: slab-out-of-bounds") == 2, work
+    # UBSAN's KUnit hook failed this one itself: failed once, the report as evidence.
+    shift = failure(text, "sanitize.sanitize_shift_overflow")
+    assert re.search(r"UBSAN: shift-out-of-bounds in \S*pytest-kunit/sanitize/sanitize-test\.c:\d+", shift), shift
+    assert shift.count("UBSAN: shift-out-of-bounds") == 2, shift
+
+
+def failure(text: str, case: str) -> str:
+    """The case's section of pytest's FAILURES, up to its captured console."""
+    header = re.search(rf"^_+ \S*{re.escape(case)} _+$", text, re.MULTILINE)
+    assert header, text[-6000:]
+    return text[header.end() :].split("Captured kunit console", 1)[0]

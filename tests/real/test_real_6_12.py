@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tarfile
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.real
+from .conftest import TIER_HOME, Kunit, Run
+
+pytestmark = [pytest.mark.real, pytest.mark.xdist_group("6.12")]
 
 TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
 KUNIT_PY = Path(__file__).resolve().parents[1] / "data" / "kunitpy-6.12-lib-kunit.json"
@@ -23,9 +23,8 @@ OUTCOMES = {"PASS": "passed", "SKIP": "skipped", "FAIL": "failure"}
 
 @pytest.fixture(scope="module")
 def tree_6_12() -> Path:
-    """The tarball extracted once, where a developer keeps a tree (outside this project)."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    root = cache / "pytest-kunit-test-trees"
+    """The tarball extracted once, where a developer keeps a tree (outside this project: the tier's own place)."""
+    root = TIER_HOME / "trees"
     tree = root / "linux-source-6.12"
     if not (tree / ".extracted").exists():
         assert tarfile.is_tarfile(TARBALL), f"{TARBALL} is missing: scripts/setup.sh installs linux-source-6.12"
@@ -36,51 +35,17 @@ def tree_6_12() -> Path:
     return tree
 
 
-def outcomes_of(junit: Path) -> dict[str, str]:
-    outcomes = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        suite = case.get("classname", "").rsplit(".", 1)[-1]
-        outcome = next((tag for tag in ("failure", "error", "skipped") if case.find(tag) is not None), "passed")
-        outcomes[f"{suite}.{case.get('name')}"] = outcome
-    return outcomes
-
-
-def test_in_tree_lib_kunit_matches_kunit_py(tree_6_12: Path, tmp_path: Path) -> None:
-    junit = tmp_path / "junit.xml"
-    process = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--kunit",
-            "-v",
-            "lib/kunit/",
-            "-p",
-            "no:cacheprovider",
-            f"--junitxml={junit}",
-        ],
-        cwd=tree_6_12,
-        capture_output=True,
-        text=True,
-        timeout=3600,
-    )
-    report = process.stdout[-6000:] + process.stderr[-2000:]
-    assert "(the tree the fragment lies in), no patches" in process.stdout, report
+def test_in_tree_lib_kunit_matches_kunit_py(tree_6_12: Path, kunit: Kunit) -> None:
+    run = kunit.run("lib/kunit/", cwd=tree_6_12)
+    assert "(the tree the fragment lies in), no patches" in run.stdout, run.report()
     expected = {case: OUTCOMES[status] for case, status in json.loads(KUNIT_PY.read_text())["cases"].items()}
-    assert outcomes_of(junit) == expected, report
+    assert run.outcomes == expected, run.report()
     # Nothing deselected: one test boot, with no filter, runs everything (6.12's filter takes one glob only).
-    assert "boot 1: (none: every case)" in process.stdout, report
-    assert "boot 2:" not in process.stdout, report
+    assert "boot 1: (none: every case)" in run.stdout, run.report()
+    assert "boot 2:" not in run.stdout, run.report()
 
 
-def run_example_simple_test(tree: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "pytest", "--kunit", "-v", "-p", "no:cacheprovider", "lib/kunit/"]
-    return subprocess.run(
-        [*command, "-k", "example_simple_test"], cwd=tree, capture_output=True, text=True, timeout=3600
-    )
-
-
-def test_the_edit_build_test_loop_lists_again_only_when_names_change(tree_6_12: Path) -> None:
+def test_the_edit_build_test_loop_lists_again_only_when_names_change(tree_6_12: Path, kunit: Kunit) -> None:
     """Appending a comment to a test source compiles that object alone, finds it as vmlinux holds it and links
     nothing, and boots once; an edit that makes the case fail is built link-only (the object compiled, vmlinux
     linked, no tree walk; the case list read from the objects' suite tables) and seen failing, and putting it back
@@ -89,13 +54,17 @@ def test_the_edit_build_test_loop_lists_again_only_when_names_change(tree_6_12: 
     source = tree_6_12 / "lib/kunit/kunit-example-test.c"
     original = source.read_text()
     link_only = "link-only: 1 object recompiled"
+
+    def run_example_simple_test(tree: Path) -> Run:
+        return kunit.run("lib/kunit/", "-k", "example_simple_test", cwd=tree)
+
     try:
         # A first edit, so these suite tables' list is known whatever ran (and whichever version listed) before.
         source.write_text(original + "// pytest-kunit real tier: an edit\n")
         run_example_simple_test(tree_6_12)
         source.write_text(original + "// pytest-kunit real tier: an edit\n// and another\n")
         edited = run_example_simple_test(tree_6_12)
-        report = edited.stdout[-6000:]
+        report = edited.report()
         assert "kernel builds: 1 " in edited.stdout and "guest boots: 1 " in edited.stdout, report
         assert f"{link_only}, as vmlinux holds it: no link" in edited.stdout and "PASSED" in edited.stdout, report
         # The link-only image is the edited one: a failing expectation fails, and passes once put back.
@@ -103,19 +72,19 @@ def test_the_edit_build_test_loop_lists_again_only_when_names_change(tree_6_12: 
         assert failing != original
         source.write_text(failing)
         failed = run_example_simple_test(tree_6_12)
-        report = failed.stdout[-6000:]
+        report = failed.report()
         assert link_only in failed.stdout and "no link" not in failed.stdout, report
         assert "the case list of" in failed.stdout and "example_simple_test FAILED" in failed.stdout, report
         assert "Expected 1 + 1 == 3, but" in failed.stdout, report
         source.write_text(original + "// pytest-kunit real tier: an edit\n")
         restored = run_example_simple_test(tree_6_12)
-        report = restored.stdout[-6000:]
+        report = restored.report()
         assert link_only in restored.stdout and "example_simple_test PASSED" in restored.stdout, report
         # A name no earlier run built: lists are kept by suite tables, so a name seen before is rightly not listed.
         suite = f"example_{os.getpid()}_{time.time_ns() % 10**6}"
         source.write_text(original.replace('.name = "example",', f'.name = "{suite}",', 1))
         renamed = run_example_simple_test(tree_6_12)
-        report = renamed.stdout[-6000:]
+        report = renamed.report()
         assert "kernel builds: 1 " in renamed.stdout and "guest boots: 2 " in renamed.stdout, report
         assert f"{suite}::example_simple_test PASSED" in renamed.stdout and link_only in renamed.stdout, report
     finally:

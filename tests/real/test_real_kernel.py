@@ -1,25 +1,22 @@
-"""The real tier: build the packaged Debian 6.1 tree with kernel-patches/ and boot it in QEMU (TCG).
+"""The real tier on x86_64: the packaged Debian 6.1 tree with kernel-patches/, booted in QEMU (TCG).
 
-Each test runs pytest in a subprocess exactly as a user would, sharing the default cache, so the kernel a test needs
-is built once for the whole tier.
-"""
+One kernel serves this module: the framework fragment and the two out-of-tree suites (faults, misc-example) share it
+(conftest.KERNELS["x86_64"]), and each test then runs its fragment alone as a user types it, served by that kernel
+with only the fragment's own suites (reuse.py). all-tests has a kernel of its own."""
 
 from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import kcidb_io
 import pytest
 
-pytestmark = pytest.mark.real
+from .conftest import ALL_TESTS, FAULTS, FRAMEWORK, MISC, Kunit
 
-ROOT = Path(__file__).resolve().parents[2]
-FRAMEWORK = "testsuites/kunit.kunitconfig"
+pytestmark = [pytest.mark.real, pytest.mark.xdist_group("x86_64")]
+
 # The 24 cases upstream `kunit.py run --kunitconfig=lib/kunit/.kunitconfig` reports on this tree: 22 pass, 2 skip.
 FRAMEWORK_SKIPS = {"example.example_skip_test", "example.example_mark_skipped_test"}
 FRAMEWORK_CASES = {
@@ -48,105 +45,11 @@ FRAMEWORK_CASES = {
     "example.example_mark_skipped_test",
     "example.example_all_expect_macros_test",
 }
-
-
-def run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
-    """Run `pytest --kunit` from the repository; return the process and {suite.case: outcome} from JUnit XML."""
-    junit = tmp_path / "junit.xml"
-    process = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--kunit", "-v", f"--junitxml={junit}", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=3600,
-    )
-    outcomes: dict[str, str] = {}
-    if junit.exists():
-        for case in ET.parse(junit).getroot().iter("testcase"):
-            suite = case.get("classname", "").rsplit(".", 1)[-1]
-            name = f"{suite}.{case.get('name')}"
-            outcome = "passed"
-            for tag in ("failure", "error", "skipped"):
-                if case.find(tag) is not None:
-                    outcome = tag
-            outcomes[name] = outcome
-    return process, outcomes
-
-
-def report(process: subprocess.CompletedProcess[str]) -> str:
-    return process.stdout[-6000:] + process.stderr[-3000:]
-
-
-def test_framework_suites_pass(tmp_path: Path) -> None:
-    process, outcomes = run(tmp_path, FRAMEWORK)
-    assert process.returncode == 0, report(process)
-    assert set(outcomes) >= FRAMEWORK_CASES, report(process)
-    assert {name for name, outcome in outcomes.items() if outcome == "skipped"} == FRAMEWORK_SKIPS
-    assert all(outcome in ("passed", "skipped") for outcome in outcomes.values()), outcomes
-
-
-def test_warm_selection_boots_only_the_chosen_case(tmp_path: Path) -> None:
-    run(tmp_path, FRAMEWORK)  # make sure the kernel is built and listed
-    process, outcomes = run(tmp_path, FRAMEWORK, "-k", "example_simple_test")
-    assert process.returncode == 0, report(process)
-    assert outcomes == {"example.example_simple_test": "passed"}
-    assert "kernel builds: 0 " in process.stdout, report(process)
-    assert "guest boots: 1 " in process.stdout, report(process)
-    assert "boot 1: kunit.filter_glob=example.example_simple_test" in process.stdout, report(process)
-
-
-def test_failures_come_from_the_console(tmp_path: Path) -> None:
-    process, outcomes = run(
-        tmp_path,
-        FRAMEWORK,
-        "--kunit-patches=kernel-patches",
-        "--kunit-patches=tests/data/patches/failing",
-        "-k",
-        "example",
-    )
-    assert process.returncode == 1, report(process)
-    assert outcomes["example.example_simple_test"] == "passed"
-    assert outcomes["example.example_failing_test"] == "failure"
-    assert outcomes["example.example_assert_failing_test"] == "failure"
-    assert outcomes["example.example_params_test"] == "passed"
-    assert outcomes["example.example_params_failing_test"] == "failure"
-    text = process.stdout
-    assert "example.example_failing_test FAILED at lib/kunit/kunit-example-test.c:" in text
-    assert "Expected 1 + 1 == 3, but" in text
-    assert "example.example_assert_failing_test FAILED at lib/kunit/kunit-example-test.c:" in text
-    assert "failing parameters: value 2" in text
-
-
-def test_two_xdist_workers(tmp_path: Path) -> None:
-    run(tmp_path, FRAMEWORK)  # build first, so the comparison below is about booting
-    process, outcomes = run(tmp_path, FRAMEWORK, "-n", "2")
-    assert process.returncode == 0, report(process)
-    assert set(outcomes) >= FRAMEWORK_CASES
-    assert {name for name, outcome in outcomes.items() if outcome == "skipped"} == FRAMEWORK_SKIPS
-    # Each worker boots its own guest once for its batch of suites.
-    assert "guest boots: 2 " in process.stdout, report(process)
-
-
-def test_workers_with_a_cache_of_their_own_boot_the_controllers_image(tmp_path: Path) -> None:
-    """Workers as on other hosts (no tree, no cache): the controller's warm build travels to them, once."""
-    run(tmp_path, FRAMEWORK)  # built and listed in the default cache, as on the developer's machine
-    workers = tmp_path / "workers"
-    process, outcomes = run(tmp_path, FRAMEWORK, "-d", "--tx", f"2*popen//env:XDG_CACHE_HOME={workers}")
-    assert process.returncode == 0, report(process)
-    assert set(outcomes) >= FRAMEWORK_CASES
-    assert {name for name, outcome in outcomes.items() if outcome == "skipped"} == FRAMEWORK_SKIPS
-    assert "kernel builds: 0 " in process.stdout, report(process)
-    assert "fetched from the controller by hosts that share no cache with it: 1 " in process.stdout, report(process)
-    (image,) = (workers / "pytest-kunit" / "images").glob("*/vmlinux")
-    assert not (workers / "pytest-kunit" / "build").exists() and not (workers / "pytest-kunit" / "src").exists()
-    assert len(list((workers / "pytest-kunit" / "consoles" / image.parent.name).iterdir())) == 2  # a boot each
-
-
-FAULTS = "testsuites/faults/faults.kunitconfig"
 FAULT_OUTCOMES = {
     "faults.faults_pass_first": "passed",
     "faults.faults_fail": "failure",
     "faults.faults_pass_after_fail": "passed",
+    "faults.faults_params_one_fails": "failure",
     "faults.faults_null_dereference": "failure",
     "faults.faults_pass_after_null_dereference": "passed",
     "faults.faults_bug": "failure",
@@ -158,21 +61,80 @@ FAULT_OUTCOMES = {
 }
 
 
-def test_fault_suite_loses_nothing(tmp_path: Path) -> None:
-    listed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--kunit", "--collect-only", "-q", FAULTS],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=3600,
-    )
-    assert listed.returncode == 0, report(listed)
+def assert_framework_green(run_outcomes: dict[str, str], report: str) -> None:
+    assert set(run_outcomes) >= FRAMEWORK_CASES, report
+    assert {name for name, outcome in run_outcomes.items() if outcome == "skipped"} == FRAMEWORK_SKIPS, report
+    assert all(outcome in ("passed", "skipped") for outcome in run_outcomes.values()), report
+
+
+def test_framework_suites_pass_in_the_kernel_they_share(kunit: Kunit) -> None:
+    shared = kunit.kernel("x86_64")
+    for fragment in (FRAMEWORK, FAULTS, MISC):
+        assert f"{fragment} runs in the kernel shared by" in shared.stdout, shared.report()
+    run = kunit.run(FRAMEWORK)
+    assert run.returncode == 0, run.report()
+    assert_framework_green(run.outcomes, run.report())
+    # Alone, as a user types it: no build, the shared kernel serves it with its own suites only.
+    assert "kernel builds: 0 " in run.stdout, run.report()
+    assert f"{FRAMEWORK} runs in the kernel built for" in run.stdout, run.report()
+    assert not any(name.startswith(("faults.", "misc-example.")) for name in run.outcomes), run.report()
+    # The series' own suites: the RFC API, written as the RFC wrote it, and class mocking with its EEPROM example.
+    assert {
+        "kunit-seed-module",
+        "kunit-seed-string-stream",
+        "kunit-seed-kunit-stream",
+        "kunit-seed-resource",
+        "My_fabulous_test_module",
+        "kunit_mock",
+        "eeprom_buffer_fake",
+        "eeprom_buffer_mock",
+    } <= {name.split(".")[0] for name in run.outcomes}, run.report()
+
+
+def test_warm_selection_boots_only_the_chosen_case(kunit: Kunit) -> None:
+    kunit.kernel("x86_64")
+    run = kunit.run(FRAMEWORK, "-k", "example_simple_test")
+    assert run.returncode == 0, run.report()
+    assert run.outcomes == {"example.example_simple_test": "passed"}
+    assert "kernel builds: 0 " in run.stdout, run.report()
+    assert "guest boots: 1 " in run.stdout, run.report()
+    assert "boot 1: kunit.filter_glob=example.example_simple_test" in run.stdout, run.report()
+
+
+def test_two_xdist_workers(kunit: Kunit) -> None:
+    kunit.kernel("x86_64")
+    run = kunit.run(FRAMEWORK, "-n", "2")
+    assert run.returncode == 0, run.report()
+    assert_framework_green(run.outcomes, run.report())
+    # Each worker boots its own guest once for its batch of suites.
+    assert "guest boots: 2 " in run.stdout, run.report()
+
+
+def test_workers_with_a_cache_of_their_own_boot_the_controllers_image(kunit: Kunit, tmp_path: Path) -> None:
+    """Workers as on other hosts (no tree, no cache): the controller's warm build travels to them, once."""
+    kunit.kernel("x86_64")
+    workers = tmp_path / "workers"
+    run = kunit.run(FRAMEWORK, "-d", "--tx", f"2*popen//env:XDG_CACHE_HOME={workers}")
+    assert run.returncode == 0, run.report()
+    assert_framework_green(run.outcomes, run.report())
+    assert "kernel builds: 0 " in run.stdout, run.report()
+    assert "fetched from the controller by hosts that share no cache with it: 1 " in run.stdout, run.report()
+    (image,) = (workers / "pytest-kunit" / "images").glob("*/vmlinux")
+    assert not (workers / "pytest-kunit" / "build").exists() and not (workers / "pytest-kunit" / "src").exists()
+    assert len(list((workers / "pytest-kunit" / "consoles" / image.parent.name).iterdir())) == 2  # a boot each
+
+
+def test_fault_suite_loses_nothing(kunit: Kunit, tmp_path: Path) -> None:
+    kunit.kernel("x86_64")
     kcidb = tmp_path / "kcidb.json"
-    process, outcomes = run(tmp_path, FAULTS, "--kunit-timeout=10", f"--kunit-kcidb={kcidb}")
-    assert outcomes == FAULT_OUTCOMES, report(process)
-    text = process.stdout
+    run = kunit.run(FAULTS, "--kunit-timeout=10", f"--kunit-kcidb={kcidb}")
+    assert run.outcomes == FAULT_OUTCOMES, run.report()
+    assert "kernel builds: 0 " in run.stdout, run.report()
+    text = run.stdout
     for expected in (
         "faults.faults_fail FAILED at pytest-kunit/faults/faults-test.c:",
+        "faults.faults_params_one_fails FAILED at pytest-kunit/faults/faults-test.c:",
+        "failing parameters: value 2",
         "faults.faults_null_dereference CRASHED",
         "BUG: kernel NULL pointer dereference",
         "faults.faults_bug CRASHED",
@@ -181,13 +143,13 @@ def test_fault_suite_loses_nothing(tmp_path: Path) -> None:
         "faults.faults_panic CRASHED",
         "Kernel panic - not syncing: pytest-kunit fault suite: deliberate panic",
     ):
-        assert expected in text, report(process)
+        assert expected in text, run.report()
     # The crash report's frames are decoded to file:line from the build's vmlinux.
-    assert re.search(r"faults_null_dereference \(pytest-kunit/faults/faults-test\.c:\d+\)", text), report(process)
+    assert re.search(r"faults_null_dereference \(pytest-kunit/faults/faults-test\.c:\d+\)", text), run.report()
     # One boot for the suite; the hang comes after two crashes, so it is run again in a fresh guest, where it hangs
     # again (its verdict); then one boot after that hang and one after the panic.
-    assert "guest boots: 4 " in text, report(process)
-    assert "cases run again in a fresh guest: 1 " in text, report(process)
+    assert "guest boots: 4 " in text, run.report()
+    assert "cases run again in a fresh guest: 1 " in text, run.report()
     # The same run for KernelCI, valid by kcidb-io's schema: crashed and timed out are ERROR, with their evidence.
     results = json.loads(kcidb.read_text())
     kcidb_io.schema.V5_0.validate_exactly(results)
@@ -200,47 +162,28 @@ def test_fault_suite_loses_nothing(tmp_path: Path) -> None:
     assert re.search(r"faults-test\.c:\d+", tests["kunit.faults.faults_null_dereference"]["log_excerpt"])
     assert "kernel crash report:" in tests["kunit.faults.faults_bug"]["log_excerpt"]
     (build,) = results["builds"]
-    assert build["config_name"] == FAULTS and "CONFIG_KUNIT=y" in build["misc"]["kunitconfig"]
+    assert "CONFIG_PYTEST_KUNIT_FAULTS_TEST=y" in build["misc"]["kunitconfig"]
     assert results["checkouts"][0]["patchset_hash"]  # our series, applied to the packaged tarball
 
 
-MISC = "testsuites/misc-example/misc-example.kunitconfig"
-
-
-def test_out_of_tree_misc_example(tmp_path: Path) -> None:
-    process, outcomes = run(tmp_path, MISC)
-    assert outcomes == {
+def test_out_of_tree_misc_example(kunit: Kunit) -> None:
+    kunit.kernel("x86_64")
+    run = kunit.run(MISC)
+    assert run.outcomes == {
         "misc-example.misc_example_add_test_basic": "passed",
         "misc-example.misc_example_test_failure": "failure",
-    }, report(process)
-    assert "misc-example.misc_example_test_failure FAILED at pytest-kunit/misc-example/example-test.c:" in (
-        process.stdout
-    )
-    assert "This test never passes." in process.stdout
+    }, run.report()
+    assert "misc-example.misc_example_test_failure FAILED at pytest-kunit/misc-example/example-test.c:" in run.stdout
+    assert "This test never passes." in run.stdout
 
 
-def test_series_suites_run_in_the_framework_fragment(tmp_path: Path) -> None:
-    process, outcomes = run(tmp_path, FRAMEWORK)
-    suites = {name.split(".")[0] for name in outcomes}
-    # The RFC API, written as the RFC wrote it, and class mocking with its EEPROM example.
-    assert {
-        "kunit-seed-module",
-        "kunit-seed-string-stream",
-        "kunit-seed-kunit-stream",
-        "kunit-seed-resource",
-        "My_fabulous_test_module",
-        "kunit_mock",
-        "eeprom_buffer_fake",
-        "eeprom_buffer_mock",
-    } <= suites, report(process)
-    assert process.returncode == 0, report(process)
-
-
-@pytest.mark.parametrize("fragment", ["testsuites/all-tests.kunitconfig", "testsuites/of.kunitconfig"])
-def test_default_fragments_pass(tmp_path: Path, fragment: str) -> None:
-    process, outcomes = run(tmp_path, fragment)
-    assert process.returncode == 0, report(process)
-    assert len(outcomes) >= 30, report(process)
-    assert set(outcomes.values()) <= {"passed", "skipped"}, report(process)
-    if fragment.endswith("of.kunitconfig"):
-        assert {name.split(".")[0] for name in outcomes} >= {"of_base", "of_overlay", "of_dynamic"}
+@pytest.mark.xdist_group("all-tests")
+def test_all_tests_fragment_passes(kunit: Kunit) -> None:
+    kunit.kernel("all-tests")
+    run = kunit.run(ALL_TESTS)
+    assert run.returncode == 0, run.report()
+    assert len(run.outcomes) >= 300, run.report()
+    assert set(run.outcomes.values()) <= {"passed", "skipped"}, run.report()
+    assert_framework_green({name: run.outcomes[name] for name in FRAMEWORK_CASES}, run.report())
+    # The device-tree unittest, migrated to KUnit by the series, runs here on x86_64.
+    assert {name.split(".")[0] for name in run.outcomes} >= {"of_base", "of_overlay", "of_dynamic"}, run.report()

@@ -1,35 +1,38 @@
 """The real tier on User Mode Linux (--kunit-arch um): the packaged 6.1 tree with kernel-patches/ built as ARCH=um and
-run as a host program. Two cold UML builds: the framework fragment, and the fault suite (an out-of-tree suite).
-Measured on the project's machine under load (~10): 836 s and 912 s."""
+run as a host program. One shared kernel for the framework fragment and the fault suite (conftest.KERNELS["um"]);
+the framework fragment built alone once more, for the verdict-by-verdict proof that sharing changes nothing."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from .test_real_kernel import FAULT_OUTCOMES, FAULTS, FRAMEWORK, FRAMEWORK_CASES, FRAMEWORK_SKIPS, report, run
+from .conftest import FAULTS, FRAMEWORK, TIER_CACHE, Kunit
+from .test_real_kernel import FAULT_OUTCOMES, assert_framework_green
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.xdist_group("um")]
 
 UML = "--kunit-arch=um"
 
 
-def test_framework_suites_pass_on_uml(tmp_path: Path) -> None:
-    process, outcomes = run(tmp_path, UML, FRAMEWORK)
-    assert process.returncode == 0, report(process)
-    assert set(outcomes) >= FRAMEWORK_CASES, report(process)
-    assert {name for name, outcome in outcomes.items() if outcome == "skipped"} == FRAMEWORK_SKIPS, report(process)
-    assert "arch um" in process.stdout
+def test_framework_suites_pass_on_uml(kunit: Kunit) -> None:
+    kunit.kernel("um")
+    run = kunit.run(UML, FRAMEWORK)
+    assert run.returncode == 0, run.report()
+    assert_framework_green(run.outcomes, run.report())
+    assert "arch um" in run.stdout and "kernel builds: 0 " in run.stdout, run.report()
     # The guest is the build's own `linux`, run directly: no QEMU anywhere in the run.
-    assert "qemu" not in process.stdout.lower(), report(process)
+    assert "qemu" not in run.stdout.lower(), run.report()
 
 
-def test_fault_suite_gives_the_verdicts_it_gives_under_qemu(tmp_path: Path) -> None:
-    process, outcomes = run(tmp_path, UML, FAULTS, "--kunit-timeout=10", "-rA")
-    assert outcomes == FAULT_OUTCOMES, report(process)
-    text = process.stdout
+def test_fault_suite_gives_the_verdicts_it_gives_under_qemu(kunit: Kunit) -> None:
+    kunit.kernel("um")
+    run = kunit.run(UML, FAULTS, "--kunit-timeout=10", "-rA")
+    assert run.outcomes == FAULT_OUTCOMES, run.report()
+    text = run.stdout
     for said in (
         "faults.faults_fail FAILED at pytest-kunit/faults/faults-test.c:",
         # UML panics on a kernel-mode fault and on BUG() (it has no oops that kills only the thread): the guest
@@ -44,8 +47,24 @@ def test_fault_suite_gives_the_verdicts_it_gives_under_qemu(tmp_path: Path) -> N
         "faults.faults_panic CRASHED",
         "Kernel panic - not syncing: pytest-kunit fault suite: deliberate panic",
     ):
-        assert said in text, report(process)
+        assert said in text, run.report()
     # A panicking UML aborts itself (SIGABRT): the kernel's own death, never taken for a signal from outside.
-    assert "from outside (pytest-kunit did not send it)" not in text, report(process)
+    assert "from outside (pytest-kunit did not send it)" not in text, run.report()
     # The crash reports' frames are decoded to file:line against the UML build's vmlinux.
-    assert re.search(r"kunit_try_run_case \(lib/kunit/test\.c:\d+\)", text), report(process)
+    assert re.search(r"kunit_try_run_case \(lib/kunit/test\.c:\d+\)", text), run.report()
+
+
+def test_shared_verdicts_are_those_of_the_fragment_s_own_kernel(kunit: Kunit, tmp_path: Path) -> None:
+    """The framework fragment built alone (reuse off, in a cache of its own seeded with the tier's extracted tree)
+    against the same fragment in the shared kernel, case by case. UML's kernel is the cheapest to build alone; the
+    main job's fragments are compared in bench/ (docs/performance.md)."""
+    kunit.kernel("um")
+    shared = kunit.run(UML, FRAMEWORK)
+    own_cache = tmp_path / "own"
+    (own_cache / "src").mkdir(parents=True)
+    for tree in (TIER_CACHE / "src").iterdir():  # hard links: builds never write into a tree
+        if tree.is_dir():
+            subprocess.run(["cp", "-al", str(tree), str(own_cache / "src" / tree.name)], check=True)
+    alone = kunit.run(UML, FRAMEWORK, "--kunit-reuse-kernels=no", f"--kunit-cache-dir={own_cache}")
+    assert "kernel builds: 1 " in alone.stdout, alone.report()
+    assert alone.outcomes == shared.outcomes and alone.outcomes, (alone.report(), shared.report())

@@ -1,11 +1,11 @@
-"""The real tier for compiler wrappers: a cold build of a second checkout of the tree, elsewhere, into an empty
-pytest-kunit cache hits a warm ccache; the build key ignores the wrapper; distcc compiles on a distccd of its own on
+"""The real tier for compiler wrappers: the tier's x86_64 kernel, built through ccache (the default wrapper, installed
+by the set-up) into the tier's own ccache, is built again from a second copy of the tree elsewhere, into an empty
+pytest-kunit cache, and hits; the build key ignores the wrapper; distcc compiles an edit on a distccd of its own on
 localhost.
 
-Builds this module adds to CI: one cold build of the framework fragment through an empty ccache (it warms ccache),
-one build that hits ccache, and one incremental build (one edited file) through distcc. The first cache and the
-second checkout start from the default cache's extracted tree (hard links: builds never write into a tree), so
-nothing is extracted again."""
+Builds this module adds to command two: the second copy's build (every compile a ccache hit) and one incremental
+build (one edited file) through distcc. The second cache starts from the tier's extracted tree (hard links: builds
+never write into a tree), so nothing is extracted again."""
 
 from __future__ import annotations
 
@@ -14,58 +14,25 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from pytest_kunit.options import DEFAULT_TARBALL, default_patch_dirs
-from pytest_kunit.tree import prepare
+from .conftest import KERNELS, TIER_CACHE, TIER_HOME, Kunit, Run
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.xdist_group("x86_64")]
 
-ROOT = Path(__file__).resolve().parents[2]
-FRAMEWORK = "testsuites/kunit.kunitconfig"
 EDITED = "lib/kunit/kunit-example-test.c"
+SHARED = KERNELS["x86_64"]  # the framework fragment and the two out-of-tree suites, one kernel
 _BUILT = re.compile(r"built (\S+) in [\d.]+ s \(log: ([^;)]*)(?:; ccache: (\d+) of (\d+) compiles hit)?\)")
 
 
-@dataclass
-class Run:
-    process: subprocess.CompletedProcess[str]
-    outcomes: dict[str, str]  # JUnit classname::name -> outcome
-    logs: dict[str, Path]  # fragment file name -> build log, for the fragments this run built
-
-    def report(self) -> str:
-        return self.process.stdout[-6000:] + self.process.stderr[-3000:]
-
-
-def run(tmp_path: Path, name: str, *args: str, env: dict[str, str] | None = None) -> Run:
-    junit = tmp_path / f"{name}.xml"
-    started = time.monotonic()
-    process = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--kunit", f"--junitxml={junit}", FRAMEWORK, *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        env=os.environ | (env or {}),
-    )
-    outcomes: dict[str, str] = {}
-    if junit.exists():
-        for case in ET.parse(junit).getroot().iter("testcase"):
-            outcome = next((tag for tag in ("failure", "error", "skipped") if case.find(tag) is not None), "passed")
-            outcomes[f"{case.get('classname')}::{case.get('name')}"] = outcome
-    # What each build cost, for docs/performance.md (seen with -s, and kept in NAME.out beside the caches; never
-    # asserted: timings are not verdicts).
-    cost = f"{name}: {time.monotonic() - started:.1f} s; load {os.getloadavg()[0]:.1f}"
-    print("\n    ".join([cost, *(match[0] for match in _BUILT.finditer(process.stdout))]))
-    (tmp_path / f"{name}.out").write_text(f"{cost}\n{process.stdout}{process.stderr}")
-    return Run(process, outcomes, {match[1]: Path(match[2]) for match in _BUILT.finditer(process.stdout)})
+def build_logs(run: Run) -> dict[str, Path]:
+    """The build log of each kernel the run built, by what the "built" line names it."""
+    return {match[1]: Path(match[2]) for match in _BUILT.finditer(run.stdout)}
 
 
 def ccache_counts(ccache_dir: Path) -> tuple[int, int]:
@@ -79,32 +46,29 @@ def ccache_counts(ccache_dir: Path) -> tuple[int, int]:
 
 
 def new_cache(cache: Path) -> Path:
-    """An empty pytest-kunit cache but for the default cache's extracted, patched tree, hard-linked."""
-    default_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-kunit"
-    tree = prepare(DEFAULT_TARBALL, default_patch_dirs(), default_cache).path  # there already: the run alone made it
+    """An empty pytest-kunit cache but for the tier's extracted, patched tree, hard-linked: a second copy of the
+    tree at another path and depth."""
     (cache / "src").mkdir(parents=True)
-    subprocess.run(["cp", "-al", str(tree), str(cache / "src" / tree.name)], check=True)
+    for tree in (TIER_CACHE / "src").iterdir():
+        if tree.is_dir():
+            subprocess.run(["cp", "-al", str(tree), str(cache / "src" / tree.name)], check=True)
     return cache
 
 
 @dataclass
 class Warm:
-    alone: Run  # the fragment in the default cache, whatever wrapper built it there
-    cold: Run  # the first build in cache-a, through an empty ccache
-    root: Path  # holds cache-a, cache-b and ccache
-    env: dict[str, str]
+    build_dir: Path  # the tier's shared kernel's
+    outcomes: dict[str, str]  # the framework fragment's cases in it
+    root: Path
 
 
-@pytest.fixture(scope="module")
-def warm(tmp_path_factory: pytest.TempPathFactory) -> Warm:
-    root = tmp_path_factory.mktemp("wrapper")
-    alone = run(root, "alone")  # built (or warm) in the default cache: the verdicts, and its tree to seed from
-    assert alone.outcomes, alone.report()
-    env = {"CCACHE_DIR": str(root / "ccache")}
-    cache = new_cache(root / "cache-a")
-    cold = run(root, "cold", f"--kunit-cache-dir={cache}", "--kunit-wrapper=ccache", env=env)
-    assert cold.outcomes == alone.outcomes, cold.report()
-    return Warm(alone, cold, root, env)
+@pytest.fixture
+def warm(kunit: Kunit, tmp_path: Path) -> Warm:
+    kunit.kernel("x86_64")
+    framework = kunit.run(SHARED[1])
+    served = re.search(r"runs in the kernel built for .* \((\S+)\): \d+ suites of its own", framework.stdout)
+    assert framework.outcomes and served, framework.report()
+    return Warm(Path(served[1]), framework.outcomes, tmp_path)
 
 
 def assert_file_names_as_unwrapped(image: Path) -> None:
@@ -128,34 +92,57 @@ def missed_objects(ccache_log: Path) -> list[str]:
     return missed
 
 
-def test_a_second_checkout_with_a_warm_ccache_hits(warm: Warm) -> None:
-    (log,) = warm.cold.logs.values()
+CCACHE_DIR = TIER_HOME / "ccache"  # ccache's own under XDG_CACHE_HOME, which the tier sets
+
+
+@dataclass
+class SecondCopy:
+    run: Run
+    cache: Path
+    hits: int
+    misses: int
+    ccache_log: Path
+
+
+def second_copy(kunit: Kunit, root: Path) -> SecondCopy:
+    """The tier's shared kernel built again, once a session, from a second copy of the tree at another path and
+    depth (all ccache could tell apart), into an empty pytest-kunit cache; with the ccache hits and misses it
+    counted, from ccache's own statistics."""
+    if "second-copy" not in kunit.tier.memo:
+        cache = new_cache(root / "elsewhere" / "deeper" / "cache-b")
+        before = ccache_counts(CCACHE_DIR)
+        log = root / "again.ccache.log"
+        run = kunit.run(
+            f"--kunit-cache-dir={cache}", "--kunit-wrapper=ccache", *SHARED, env={"CCACHE_LOGFILE": str(log)}
+        )
+        after = ccache_counts(CCACHE_DIR)
+        kunit.tier.memo["second-copy"] = SecondCopy(run, cache, after[0] - before[0], after[1] - before[1], log)
+    copy = kunit.tier.memo["second-copy"]
+    assert isinstance(copy, SecondCopy)
+    return copy
+
+
+def test_the_tier_s_kernel_is_built_through_ccache(warm: Warm) -> None:
+    log = warm.build_dir / "build.log"
     assert "ccache in front of gcc" in log.read_text()
-    assert_file_names_as_unwrapped(log.parent / "vmlinux")
-    # A second checkout of the tree somewhere else (another path, another depth: all that ccache could tell apart),
-    # built as a user's tree into another empty cache.
-    (tree,) = (warm.root / "cache-a" / "src").iterdir()
-    checkout = warm.root / "elsewhere" / "deeper" / "linux-2"
-    checkout.parent.mkdir(parents=True)
-    subprocess.run(["cp", "-al", str(tree), str(checkout)], check=True)
-    cache, ccache_dir = warm.root / "cache-b", Path(warm.env["CCACHE_DIR"])
-    before = ccache_counts(ccache_dir)
-    env = warm.env | {"CCACHE_LOGFILE": str(warm.root / "again.ccache.log")}
-    options = (f"--kunit-cache-dir={cache}", f"--kunit-kernel-src={checkout}", "--kunit-wrapper=ccache")
-    again = run(warm.root, "again", *options, env=env)
-    assert again.outcomes == warm.alone.outcomes, again.report()
-    after = ccache_counts(ccache_dir)
-    hits, misses = after[0] - before[0], after[1] - before[1]
-    (log,) = again.logs.values()
+    assert_file_names_as_unwrapped(warm.build_dir / "vmlinux")
+
+
+def test_a_second_checkout_with_a_warm_ccache_hits(warm: Warm, kunit: Kunit) -> None:
+    copy = second_copy(kunit, warm.root)
+    again, hits, misses = copy.run, copy.hits, copy.misses
+    assert "kernel builds: 1 " in again.stdout, again.report()
+    assert {name: outcome for name, outcome in again.outcomes.items() if name in warm.outcomes} == warm.outcomes
+    (log,) = build_logs(again).values()
     # Every object of the kernel and its host tools compiled again (hundreds), and the kernel's objects hit (were the
     # compiles naming either tree, nearly all would miss). Host tools built from inside the tree (objtool) and
     # Kbuild's probes miss; so do a handful of kernel objects: one compiled from a generated file that names the tree
     # (consolemap_deftbl.c), and the odd object ccache did not record in the cold build (measured: 3 of 1,109).
-    missed = missed_objects(warm.root / "again.ccache.log")
+    missed = missed_objects(copy.ccache_log)
     kernel_misses = [path for path in missed if not re.search(r"(^|/)(scripts|tools|\.tmp_\d+)/|^/dev/null|^-$", path)]
     assert hits > 500 and len(kernel_misses) <= 0.01 * hits, (hits, misses, kernel_misses, log)
     # What the "built" line says (make's compiles, not syncconfig's few host tools) agrees with ccache's own figures.
-    (said,) = _BUILT.finditer(again.process.stdout)
+    (said,) = _BUILT.finditer(again.stdout)
     assert said[3] is not None, said[0]
     said_hits, said_compiles = int(said[3]), int(said[4])
     assert 500 < said_hits <= hits and said_compiles - said_hits <= misses, (said[0], hits, misses)
@@ -163,11 +150,11 @@ def test_a_second_checkout_with_a_warm_ccache_hits(warm: Warm) -> None:
     print(f"    second checkout: {hits} hits, {misses} misses, of which kernel objects {kernel_misses}")
 
 
-def test_the_build_key_ignores_the_wrapper(warm: Warm) -> None:
-    """The kernel cache-a built through ccache is the one a run without a wrapper (or another wrapper) wants."""
-    unwrapped = run(warm.root, "unwrapped", f"--kunit-cache-dir={warm.root / 'cache-a'}", "--kunit-wrapper=none")
-    assert unwrapped.outcomes == warm.alone.outcomes, unwrapped.report()
-    assert "kernel builds: 0 " in unwrapped.process.stdout, unwrapped.report()
+def test_the_build_key_ignores_the_wrapper(warm: Warm, kunit: Kunit) -> None:
+    """The kernel built through ccache is the one a run without a wrapper (or another wrapper) wants."""
+    unwrapped = kunit.run("--kunit-wrapper=none", *SHARED)
+    assert "kernel builds: 0 " in unwrapped.stdout, unwrapped.report()
+    assert {name: outcome for name, outcome in unwrapped.outcomes.items() if name in warm.outcomes} == warm.outcomes
 
 
 def free_port() -> int:
@@ -198,20 +185,20 @@ def distccd(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         daemon.wait(timeout=10)
 
 
-def test_distcc_compiles_on_a_distccd(warm: Warm, distccd: tuple[str, Path]) -> None:
+def test_distcc_compiles_on_a_distccd(warm: Warm, kunit: Kunit, distccd: tuple[str, Path]) -> None:
     hosts, daemon_log = distccd
-    cache = warm.root / "cache-a"
-    (tree,) = (cache / "src").iterdir()
-    # An edit as an editor saves one: a new file, so the hard link to the default cache's tree is broken, not written.
+    cache = second_copy(kunit, warm.root).cache
+    (tree,) = (path for path in (cache / "src").iterdir() if path.is_dir())
+    # An edit as an editor saves one: a new file, so the hard link to the tier's tree is broken, not written.
     source = tree / EDITED
     text = source.read_text()
     source.unlink()
     source.write_text(text + "/* edited */\n")
     # No fallback: had distcc compiled locally after all, the build would fail instead of passing unseen.
     env = {"DISTCC_HOSTS": hosts, "DISTCC_FALLBACK": "0"}
-    again = run(warm.root, "distcc", f"--kunit-cache-dir={cache}", "--kunit-wrapper=distcc", env=env)
-    assert again.outcomes == warm.alone.outcomes, again.report()
-    (log,) = again.logs.values()
+    again = kunit.run(f"--kunit-cache-dir={cache}", "--kunit-wrapper=distcc", *SHARED, env=env)
+    assert {name: outcome for name, outcome in again.outcomes.items() if name in warm.outcomes} == warm.outcomes
+    (log,) = build_logs(again).values()
     text = log.read_text()
     assert f"distcc in front of gcc (DISTCC_HOSTS={hosts})" in text
     # The wrapper changed from ccache to distcc and Kbuild's commands did not: the edited file is compiled again

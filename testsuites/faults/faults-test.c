@@ -23,6 +23,23 @@ static void faults_pass_after_fail(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, true);
 }
 
+static const int faults_params_values[] = { 1, 2, 3 };
+
+static void faults_params_desc(const int *value, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "value %d", *value);
+}
+
+KUNIT_ARRAY_PARAM(faults_params, faults_params_values, faults_params_desc);
+
+/* One parameter of three fails: the case fails, naming that parameter. */
+static void faults_params_one_fails(struct kunit *test)
+{
+	const int *value = test->param_value;
+
+	KUNIT_EXPECT_NE(test, *value, 2);
+}
+
 static void faults_null_dereference(struct kunit *test)
 {
 	int *volatile nothing = NULL;
@@ -71,6 +88,7 @@ static struct kunit_case faults_cases[] = {
 	KUNIT_CASE(faults_pass_first),
 	KUNIT_CASE(faults_fail),
 	KUNIT_CASE(faults_pass_after_fail),
+	KUNIT_CASE_PARAM(faults_params_one_fails, faults_params_gen_params),
 	KUNIT_CASE(faults_null_dereference),
 	KUNIT_CASE(faults_pass_after_null_dereference),
 	KUNIT_CASE(faults_bug),
