@@ -182,3 +182,20 @@ def built_in(
             included.add(directory)
     linked = set().union(*(listed[directory].objects for directory in included))
     return {path for path in objects if path in linked}
+
+
+def listings(
+    tree: Path, config: Mapping[str, str], directories: Iterable[str], srcarch: str, scratch: Path, label: str
+) -> dict[str, Listing]:
+    """Each directory's obj-y under `config`, as `evaluate` reads it."""
+    autoconf = write_autoconf(config, scratch / label / "auto.conf")
+    arch = (
+        arch_directories(tree, autoconf, srcarch, scratch)
+        if (tree / "arch" / srcarch.partition("/")[0] / "Makefile").is_file()
+        else ""
+    )
+    wanted = sorted(directories)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return dict(
+            zip(wanted, pool.map(lambda d: evaluate(tree, d, autoconf, srcarch, scratch, arch), wanted), strict=True)
+        )

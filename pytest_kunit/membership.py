@@ -7,9 +7,11 @@ is linked into vmlinux: Kbuild's Makefiles decide that, and make evaluates them 
 (kbuildlists). A linked suite object runs the same in both kernels only if nothing it is compiled from tests a symbol
 the two configurations set differently: fixdep records in each object's .cmd file every CONFIG_ symbol its source and
 each header it includes name (`$(wildcard include/config/X)`), under `#ifdef`, `#ifndef`, `IS_ENABLED()` alike; one
-differing symbol there, and the caller builds the fragment alone. Makefile conditionals on a differing symbol
-(`ifneq`, `ifndef`, an `else`) could link into the fragment's kernel a suite the bigger one lacks: any conditional
-naming one in the tree's Makefiles is Unknown too. Whatever cannot be told for sure raises Unknown.
+differing symbol there, and the caller builds the fragment alone. Makefiles could link into the fragment's kernel
+a suite the bigger one lacks (`ifneq`, `ifndef`, an `else`): every directory whose Kbuild file names a differing
+symbol is evaluated under both configurations, and the fragment's may list nothing the union's does not. A differing
+symbol named by the Makefiles read for every object (the top Makefile, scripts/Makefile.*, the arch Makefile:
+compiler flags such as KASAN's or GCOV's) is Unknown. Whatever cannot be told for sure raises Unknown.
 
 Names are those stored in the objects; the series' module_test() suites are renamed at boot, and
 sharing.shown_names pairs those with the printed names.
@@ -24,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .kbuildlists import MakeFailed, built_in
+from .kbuildlists import MakeFailed, built_in, listings
 from .suitetable import Opaque, suite_names, thin_members
 
 
@@ -73,10 +75,10 @@ def differing(union: Mapping[str, str], alone: Mapping[str, str]) -> set[str]:
 
 
 _FIXDEP = re.compile(r"\$\(wildcard include/config/([A-Za-z0-9_]+)\)")
-# A make conditional, or a make function that chooses: the places a Makefile can link something only while a symbol
-# is unset.
-_CONDITIONAL = re.compile(r"^\s*(?:ifeq|ifneq|ifdef|ifndef)\b|\$\((?:if|or|and|filter|filter-out|findstring) ")
 MAKEFILES = ("Makefile", "Kbuild")
+# Read by make for every object (compiler flags: KASAN, GCOV, debug info...): a symbol they name that the two
+# configurations set differently compiles every object otherwise.
+GLOBAL_MAKEFILES = ("Makefile", "scripts/Makefile.*", "arch/*/Makefile*")
 
 
 def _command_file(build_dir: Path, path: str) -> str:
@@ -96,28 +98,66 @@ def fixdep_symbols(build_dir: Path, path: str) -> set[str]:
     return {f"CONFIG_{name}" for name in _FIXDEP.findall(command_file)}
 
 
-def conditionals(tree: Path, symbols: set[str]) -> list[str]:
-    """`file:line` of each Makefile conditional in the tree that names one of `symbols`."""
+def _naming(symbols: set[str]) -> re.Pattern[str]:
+    return re.compile(r"\bCONFIG_(?:" + "|".join(sorted(re.escape(s[7:]) for s in symbols)) + r")\b")
+
+
+def global_mentions(tree: Path, symbols: set[str]) -> list[str]:
+    """`file:line` of each line of the Makefiles read for every object (GLOBAL_MAKEFILES) naming one of `symbols`."""
     if not symbols:
         return []
-    names = re.compile(r"\bCONFIG_(?:" + "|".join(sorted(re.escape(s[7:]) for s in symbols)) + r")\b")
+    names = _naming(symbols)
+    found = []
+    for pattern in GLOBAL_MAKEFILES:
+        for path in sorted(tree.glob(pattern)):
+            if path.is_file():
+                lines = path.read_text(errors="replace").splitlines()
+                found += [f"{path.relative_to(tree)}:{n}" for n, line in enumerate(lines, 1) if names.search(line)]
+    return found
+
+
+def directories_naming(tree: Path, symbols: set[str]) -> list[str]:
+    """The directories (relative to the tree) whose Kbuild file names one of `symbols`: only there can the two
+    configurations list different objects or subdirectories."""
+    if not symbols:
+        return []
+    names = _naming(symbols)
     found = []
     for directory, subdirectories, files in os.walk(tree):
         subdirectories[:] = [name for name in subdirectories if not name.startswith(".")]
-        for name in files:
-            if name not in MAKEFILES and not name.startswith("Makefile."):
-                continue
-            path = Path(directory) / name
-            try:
-                lines = path.read_text(errors="replace").splitlines()
-            except OSError as error:
-                raise Unknown(f"{path} cannot be read: {error}") from error
-            found += [
-                f"{path.relative_to(tree)}:{number}"
-                for number, line in enumerate(lines, 1)
-                if _CONDITIONAL.search(line) and names.search(line)
-            ]
+        kbuild = next((name for name in MAKEFILES[::-1] if name in files), None)  # Kbuild before Makefile
+        if kbuild is None:
+            continue
+        path = Path(directory) / kbuild
+        try:
+            text = path.read_text(errors="replace")
+        except OSError as error:
+            raise Unknown(f"{path} cannot be read: {error}") from error
+        if names.search(text):
+            found.append(os.path.relpath(directory, tree))
     return found
+
+
+def _only_alone(
+    tree: Path, build_dir: Path, union: Mapping[str, str], alone: Mapping[str, str], symbols: set[str], scratch: Path
+) -> list[str]:
+    """What the fragment's kernel would list that the union's does not, in the directories whose Kbuild files name a
+    differing symbol (make evaluates both: `ifneq`, `else`, `$(if)` alike): an object, or a whole directory, whose
+    suites the union's build cannot show."""
+    directories = directories_naming(tree, symbols)
+    if not directories:
+        return []
+    srcarch = _srcarch(build_dir)
+    try:
+        theirs = listings(tree, union, directories, srcarch, scratch, "union-dirs")
+        mine = listings(tree, alone, directories, srcarch, scratch, "alone-dirs")
+    except (MakeFailed, OSError) as error:
+        raise Unknown(str(error)) from error
+    extra = []
+    for directory in directories:
+        extra += sorted(mine[directory].objects - theirs[directory].objects)
+        extra += sorted(f"{name}/" for name in mine[directory].directories - theirs[directory].directories)
+    return extra
 
 
 def _srcarch(build_dir: Path) -> str:
@@ -162,12 +202,15 @@ def suites_alone(
         tested = fixdep_symbols(build_dir, item.path) & symbols
         if tested:
             raise Unknown(_tests(item, tested))
-    hidden = conditionals(tree, symbols)
-    if hidden:
+    everywhere = global_mentions(tree, symbols)
+    if everywhere:
         raise Unknown(
-            f"Makefile conditionals name symbols the configurations set differently ({', '.join(hidden[:3])}): "
-            "they could link a suite only the fragment's own kernel has"
+            f"the Makefiles read for every object name symbols the configurations set differently "
+            f"({', '.join(everywhere[:3])}): every object may be compiled otherwise"
         )
+    extra = _only_alone(tree, build_dir, union, alone, symbols, scratch)
+    if extra:
+        raise Unknown(f"the fragment's own kernel would link what the union's does not: {', '.join(extra[:5])}")
     return {name for item in kept for name in item.suites}
 
 

@@ -13,8 +13,8 @@ import pytest
 from pytest_kunit.kbuildlists import MakeFailed, built_in, evaluate, write_autoconf
 from pytest_kunit.membership import (
     Unknown,
-    conditionals,
     differing,
+    directories_naming,
     fixdep_symbols,
     suite_objects,
     suites_alone,
@@ -247,12 +247,27 @@ def test_an_object_the_fragment_does_not_link_is_left_out_whatever_it_tests(
     assert suites_alone(tree, build, UNION, {"CONFIG_T": "y"}, tmp_path / "s") == {"one", "two", "three"}
 
 
-def test_a_makefile_conditional_on_a_differing_symbol_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
-    """An `else` (or ifneq) could link a suite only the fragment's kernel has, which the union's objects cannot show."""
-    with pytest.raises(Unknown, match=r"lib/Makefile:7"):
+def test_a_positive_makefile_conditional_is_evaluated_not_refused(tree: Path, build: Path, tmp_path: Path) -> None:
+    """lib/Makefile's `ifeq ($(CONFIG_X),y)` lists x.o only with X: the fragment without X lists less, not more."""
+    assert directories_naming(tree, {"CONFIG_X"}) == ["lib"]
+    assert suites_alone(tree, build, UNION, {"CONFIG_T": "y"}, tmp_path / "s") == {"one", "two", "three"}
+
+
+def test_an_object_only_the_fragment_s_kernel_links_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
+    """An `else` (or ifneq) links a suite only without the symbol: the union's objects cannot show it."""
+    makefile = tree / "lib/Makefile"
+    makefile.write_text(
+        makefile.read_text().replace("obj-y += x.o\nendif", "obj-y += x.o\nelse\nobj-y += only.o\nendif")
+    )
+    with pytest.raises(Unknown, match=r"would link what the union's does not: lib/only\.o"):
         suites_alone(tree, build, UNION, {"CONFIG_T": "y"}, tmp_path / "s")
-    assert conditionals(tree, {"CONFIG_X"}) == ["lib/Makefile:7"]
-    assert conditionals(tree, {"CONFIG_FOO"}) == []  # obj-$(CONFIG_FOO): make's own evaluation covers it
+
+
+def test_a_symbol_the_global_makefiles_name_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
+    """The top Makefile (or scripts/Makefile.*) turns the symbol into flags for every object (GCOV, KASAN...)."""
+    write(tree, {"scripts/Makefile.gcov": "ifdef CONFIG_X\nCFLAGS += -fprofile-arcs\nendif\n"})
+    with pytest.raises(Unknown, match=r"scripts/Makefile\.gcov:1\): every object may be compiled otherwise"):
+        suites_alone(tree, build, UNION, {"CONFIG_T": "y"}, tmp_path / "s")
 
 
 def test_an_object_the_makefiles_do_not_link_in_the_union_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
