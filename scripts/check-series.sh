@@ -98,7 +98,8 @@ done
 # The last prefix, the whole series, on a debug kernel: every case passes and no sanitizer, lockdep, debug-objects or
 # kmemleak report is printed (the runner fails the case a report was printed in, or the run if no case was running).
 # The runner applies kernel-patches/ to the packaged tarball itself, in its default cache, so this is the very kernel
-# the real tier's tests/real/test_debug_real.py builds: whichever runs first pays the cold build.
+# the real tier's tests/real/test_debug_real.py builds (in the tier's own cache). Then each fix's case with its fix
+# undone (scripts/check-unfix.py: another cold debug build, of the series plus tests/data/unfix-patches).
 [ $debug = yes ] || exit $status
 start=$(date +%s)
 if (cd "$repo" && PYTHONPATH="$repo" python3 -m pytest -p no:cacheprovider -q --kunit testsuites/kunit-debug.kunitconfig \
@@ -107,5 +108,11 @@ then
     echo "debug kernel: $(tail -1 "$work/debug.log") ($(( $(date +%s) - start )) s)"
 else
     echo "debug kernel: FAILED (log: $work/debug.log)"; tail -5 "$work/debug.log"; status=1
+fi
+start=$(date +%s)
+if (cd "$repo" && PYTHONPATH="$repo" python3 scripts/check-unfix.py) > "$work/unfix.log" 2>&1; then
+    echo "each fix undone: its case fails ($(( $(date +%s) - start )) s)"
+else
+    echo "each fix undone: FAILED (log: $work/unfix.log)"; grep FAIL "$work/unfix.log" | head -10; status=1
 fi
 exit $status
