@@ -7,9 +7,9 @@ needs it (`Tier.kernel`), with its progress lines on the terminal; the tests aft
 types them, and pytest-kunit's own reuse (reuse.py) or the same build directory serves them with no build.
 
 The kernels (KERNELS): on the packaged 6.1 tree with the series, x86_64: the framework fragment with the two
-out-of-tree suites, one shared kernel; all-tests; the debug kernel with the sanitize suite; the framework's GCOV
-kernel. arm64: the framework fragment with the fault suite. UML: the same two. 6.12 (test_real_6_12.py): its tree's
-own lib/kunit/.kunitconfig.
+out-of-tree suites, one shared kernel; all-tests; the debug kernel with the sanitize suite, built with GCOV for the
+coverage tests too. arm64: the framework fragment with the fault suite. UML: the same two. 6.12 (test_real_6_12.py):
+its tree's own lib/kunit/.kunitconfig.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ SANITIZE = "testsuites/sanitize/sanitize.kunitconfig"
 KERNELS: dict[str, tuple[str, ...]] = {
     "x86_64": ("--kunit-share-kernels", FRAMEWORK, FAULTS, MISC),
     "all-tests": (ALL_TESTS,),
-    "debug": ("--kunit-share-kernels", DEBUG, SANITIZE),
-    "gcov": ("--kunit-coverage=" + str(TIER_HOME / "gcov-build"), FRAMEWORK),
+    # GCOV too: one instrumented kernel serves the debug, sanitize and coverage tests, each run with --kunit-coverage.
+    "debug": ("--kunit-share-kernels", f"--kunit-coverage={TIER_HOME / 'coverage'}", DEBUG, SANITIZE),
     "arm64": ("--kunit-arch=arm64", "--kunit-share-kernels", FRAMEWORK, FAULTS),
     "um": ("--kunit-arch=um", "--kunit-share-kernels", FRAMEWORK, FAULTS),
 }

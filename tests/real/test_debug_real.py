@@ -1,6 +1,7 @@
 """The real tier's debug kernel: KUnit's suites and the kernel series' on KASAN, UBSAN, lockdep, DEBUG_ATOMIC_SLEEP,
 debug objects and kmemleak (testsuites/kunit-debug.kunitconfig), one kernel shared with the sanitize suite
-(testsuites/sanitize/, on the same lines: conftest.KERNELS["debug"]), the slowest build of the tier.
+(testsuites/sanitize/, on the same lines: conftest.KERNELS["debug"]) and built with GCOV for test_coverage_real.py
+(every run here asks for coverage, which it then need not read): the slowest build of the tier.
 
 Each fix of the series checked here also fails with its fix undone (tests/data/unfix-patches): that needs another
 cold debug build of another tree, so scripts/check-series.sh runs it (its last step), not command two."""
@@ -8,6 +9,7 @@ cold debug build of another tree, so scripts/check-series.sh runs it (its last s
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -29,11 +31,11 @@ DEBUG_CHECKS = {
 }
 
 
-def test_series_suites_are_clean_on_the_debug_kernel(kunit: Kunit) -> None:
+def test_series_suites_are_clean_on_the_debug_kernel(kunit: Kunit, tmp_path: Path) -> None:
     shared = kunit.kernel("debug")
     assert f"{DEBUG} runs in the kernel shared by" in shared.stdout, shared.report()
     # The series' own first patch keeps 6.1's PVH entry, through which QEMU boots the vmlinux, free of KASAN checks.
-    run = kunit.run(DEBUG)
+    run = kunit.run(DEBUG, f"--kunit-coverage={tmp_path}")  # the tier's debug kernel is its GCOV kernel too
     # A sanitizer, lockdep, debug-objects or kmemleak report fails the case it was printed in, or the run; so does a
     # kmemleak final scan that never finished (no leak reported must mean none found).
     assert run.returncode == 0, run.report()
@@ -57,10 +59,10 @@ SANITIZE_OUTCOMES = {
 }
 
 
-def test_each_report_fails_its_own_case_and_the_framework_stays_green(kunit: Kunit) -> None:
+def test_each_report_fails_its_own_case_and_the_framework_stays_green(kunit: Kunit, tmp_path: Path) -> None:
     kunit.kernel("debug")
     # --kunit-sanitize adds nothing the fragment lacks: the debug kernel serves it as it is.
-    run = kunit.run(SANITIZE, "--kunit-sanitize", "kasan,ubsan")
+    run = kunit.run(SANITIZE, "--kunit-sanitize", "kasan,ubsan", f"--kunit-coverage={tmp_path}")
     assert "kernel builds: 0 " in run.stdout, run.report()
     sanitize = {name: outcome for name, outcome in run.outcomes.items() if name.startswith("sanitize.")}
     assert sanitize == SANITIZE_OUTCOMES, run.report()
