@@ -14,10 +14,19 @@ from . import ktap
 from .planning import CaseId
 
 # What firmware and the kernel send to a terminal (SeaBIOS clears the screen: ESC c, ESC[?7l, ESC[2J): CSI and OSC
-# sequences, other two-character escapes, and C0 control characters but tab.
+# sequences, other two-character escapes, C0 control characters but tab, C1 control characters (U+0080-U+009F, a
+# terminal's other CSI and OSC), and the bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069) that
+# make a report or a terminal show text in another order than it holds.
 _CONTROL = re.compile(
-    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -/]*[0-~])?|[\x00-\x08\x0b-\x1f\x7f]"
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -/]*[0-~])?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 )
+# The longest console line parsed and kept: the kernel's own lines are at most 1 KiB (printk's record), so only a
+# hostile or broken guest reaches it. Longer lines are cut here, once, before anything reads them.
+MAX_LINE = 4096
+# The console one boot keeps in memory (and in its saved file): a guest that prints forever keeps its first half and
+# its latest lines, with a line saying how much was dropped between them.
+MAX_CONSOLE_CHARACTERS = 64 * 1024 * 1024
 # printk's time prefix, `[    1.234567]` (CONFIG_PRINTK_TIME), possibly followed by a caller id.
 _PRINTK_TIME = re.compile(r"^\[\s*(\d+\.\d+)\]")
 
@@ -27,10 +36,15 @@ def strip_controls(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
-def printk_seconds(line: str) -> float | None:
-    """The kernel's own time stamp of a console line, if it has one."""
-    match = _PRINTK_TIME.match(line)
-    return float(match[1]) if match else None
+def console_line(text: str) -> str:
+    """A line as the console keeps it and the parser reads it: controls stripped, cut to MAX_LINE characters with a
+    note of how much was cut."""
+    if len(text) <= MAX_LINE:
+        return strip_controls(text)
+    dropped = len(text) - MAX_LINE
+    return (
+        f"{strip_controls(text[:MAX_LINE])} [pytest-kunit: line cut at {MAX_LINE} characters, {dropped} more dropped]"
+    )
 
 
 @dataclass
@@ -65,6 +79,19 @@ class ConsoleMap:
             self.seconds[(event.suite, event.case)] = max(0.0, elapsed)
         self._last = (kernel_now, host_seconds)
 
+    def shift(self, start: int, removed: int) -> None:
+        """Lines [start, start + removed) left the console (`removed` < 0: that many were inserted at `start`):
+        indices at or after them move; one into the removed lines points at the line before them (the note)."""
+
+        def moved(index: int) -> int:
+            if index >= start + max(removed, 0):
+                return index - removed
+            return start - 1 if index >= start else index
+
+        self.headers = {suite: moved(index) for suite, index in self.headers.items()}
+        self.ends = {suite: moved(index) for suite, index in self.ends.items()}
+        self.results = {case: moved(index) for case, index in self.results.items()}
+
     def case_lines(self, console: Sequence[str], case: CaseId) -> tuple[str, ...]:
         """A case's slice of the console: its suite's header to its result line; without a result line, to the
         suite's end (or the console's, if the suite never ended)."""
@@ -73,3 +100,53 @@ class ConsoleMap:
             return ()
         end = self.results.get(case, self.ends.get(case[0], len(console) - 1))
         return tuple(console[start : end + 1])
+
+
+@dataclass
+class BoundedConsole:
+    """Keeps a boot's console within `limit` characters: its head, then its latest lines. When the limit is passed,
+    a quarter of it is dropped at once from just after the head (so a flood costs linear time), a line in its place
+    saying how much, and the console map's indices are moved to match."""
+
+    lines: list[str]
+    console_map: ConsoleMap
+    limit: int = MAX_CONSOLE_CHARACTERS
+    characters: int = 0
+    head: int | None = None  # lines kept at the start, once anything was dropped; the note follows them
+    dropped_lines: int = 0
+    dropped_characters: int = 0
+
+    def append(self, line: str) -> None:
+        self.lines.append(line)
+        self.characters += len(line)
+        if self.characters > self.limit:
+            self._drop()
+
+    def _drop(self) -> None:
+        if self.head is None:
+            kept, self.head = 0, 0
+            while self.head < len(self.lines) and kept + len(self.lines[self.head]) <= self.limit // 2:
+                kept += len(self.lines[self.head])
+                self.head += 1
+            self.lines.insert(self.head, "")
+            self.console_map.shift(self.head, -1)
+        start = self.head + 1
+        end, freed = start, 0
+        while end < len(self.lines) - 1 and freed < self.limit // 4:
+            freed += len(self.lines[end])
+            end += 1
+        del self.lines[start:end]
+        self.console_map.shift(start, end - start)
+        self.characters -= freed
+        self.dropped_lines += end - start
+        self.dropped_characters += freed
+        self.lines[self.head] = (
+            f"[pytest-kunit: {self.dropped_lines} console lines ({self.dropped_characters} characters) dropped here: "
+            f"the guest printed more than the {self.limit} characters kept per boot]"
+        )
+
+
+def printk_seconds(line: str) -> float | None:
+    """The kernel's own time stamp of a console line, if it has one."""
+    match = _PRINTK_TIME.match(line)
+    return float(match[1]) if match else None

@@ -35,9 +35,9 @@ _LOCATION = re.compile(r"(?:FAILED|failed) at (?P<file>[\w./+-]+):(?P<line>\d+)"
 
 # Diagnostics KUnit prints before a case's `not ok` line when its thread died: "try faulted" (upstream since
 # 2024, and our kernel series, which follows it) or "test case crashed" (the series' first version); timeouts are
-# worded alike everywhere.
-_CRASHED_DIAGNOSTIC = re.compile(r"# \S+: (?:try faulted|test case crashed)\b")
-_TIMED_OUT_DIAGNOSTIC = re.compile(r"# \S+: (?:try timed out|test case timed out)\b")
+# worded alike everywhere. A case's name may hold spaces; anchored, the lazy name runs in linear time.
+_CRASHED_DIAGNOSTIC = re.compile(r"^\s*# .+?: (?:try faulted|test case crashed)\b")
+_TIMED_OUT_DIAGNOSTIC = re.compile(r"^\s*# .+?: (?:try timed out|test case timed out)\b")
 
 Attributes = tuple[tuple[str, str], ...]
 
@@ -121,6 +121,13 @@ class Listed:
 
 
 @dataclass(frozen=True)
+class Unread:
+    """A line of a `kunit.action=list` boot that names no case: a suite line no case followed (list boots only)."""
+
+    line: str
+
+
+@dataclass(frozen=True)
 class Unfinished:
     """The console ended inside a suite: the lines logged since that suite's last result.
 
@@ -131,7 +138,7 @@ class Unfinished:
     log: tuple[str, ...]
 
 
-Event = KtapStarted | SuiteStarted | SuiteFinished | CaseResult | Listed | Unfinished
+Event = KtapStarted | SuiteStarted | SuiteFinished | CaseResult | Listed | Unread | Unfinished
 
 
 @dataclass
@@ -148,6 +155,7 @@ class _Group:
     attributes: dict[str, str] = field(default_factory=dict)
     planned: int | None = None
     results: int = 0
+    verdicts: dict[str, Status] = field(default_factory=dict)  # a suite's: each case's, from its result line
 
     @property
     def fresh(self) -> bool:
@@ -160,6 +168,16 @@ class _Listing:
     suite: str
     case: str
     attributes: dict[str, str]
+    line: str  # as printed: a suite line of list_attr when the lines after it start with it and a dot
+
+
+@dataclass
+class _ListedSuite:
+    """The suite line `kunit.action=list_attr` printed last, and what followed it."""
+
+    name: str
+    attributes: dict[str, str] = field(default_factory=dict)
+    cases: int = 0
 
 
 def _status(ok: bool, directive: str | None, diagnostics: Iterable[str]) -> Status:
@@ -211,10 +229,11 @@ def _old_params(name: str, lines: list[str]) -> list[ParamResult]:
 class KtapParser:
     """Feed console lines one at a time; each call returns the events that line completed."""
 
-    def __init__(self) -> None:
+    def __init__(self, list_boot: bool = False) -> None:
         self._stack: list[_Group] = []
         self._listing: _Listing | None = None
-        self._listed_suite: tuple[str, dict[str, str]] = ("", {})
+        self._listed_suite: _ListedSuite | None = None
+        self._list_boot = list_boot  # a kunit.action=list boot: a line naming no case is reported (Unread)
         self.started = False
 
     def feed(self, raw: str) -> list[Event]:
@@ -228,7 +247,15 @@ class KtapParser:
             if attribute and attribute[0] == self._listing.case:
                 self._listing.attributes[attribute[1]] = attribute[2]
                 return events
-            events.append(self._listed())
+            held = self._listing
+            if not held.attributes and (
+                content.startswith(held.line + ".") or grammar.suite_attribute(content) is not None
+            ):
+                # What looked like `suite.case` was list_attr's line for a suite whose name holds a dot.
+                self._listing = None
+                events += self._new_listed_suite(held.line)
+            else:
+                events.append(self._listed())
 
         if grammar.is_version(content):
             if not self.started:
@@ -250,10 +277,13 @@ class KtapParser:
             return events
         result = grammar.result(content)
         if result is not None:
-            return events + self._result(result, indent)
+            taken = self._result(result, indent)
+            if taken is not None:
+                return events + taken
+            # Not where this block's next result goes (another depth, out of sequence, a second verdict): a
+            # printk of any text can look like a result line, and only KUnit's own one counts.
         if len(self._stack) == 1:
-            self._top_level(content)
-            return events
+            return events + self._top_level(content)
 
         top = self._stack[-1]
         suite_attribute = grammar.suite_attribute(content)
@@ -267,6 +297,7 @@ class KtapParser:
     def finish(self) -> list[Event]:
         """The console ended: report the innermost open suite, if any, as unfinished."""
         events: list[Event] = [self._listed()] if self._listing else []
+        events += self._new_listed_suite(None)
         if len(self._stack) >= 2:
             suite = self._stack[1]
             log = [line for group in self._stack[1:] for line in group.pending]
@@ -277,23 +308,35 @@ class KtapParser:
     def _listed(self) -> Listed:
         assert self._listing is not None
         listing, self._listing = self._listing, None
+        if self._listed_suite is not None and self._listed_suite.name == listing.suite:
+            self._listed_suite.cases += 1
         return Listed(listing.suite, listing.case, tuple(listing.attributes.items()))
 
-    def _top_level(self, content: str) -> None:
+    def _new_listed_suite(self, name: str | None) -> list[Event]:
+        """Open the suite a list_attr line names (None: the console ended); a suite line that no case followed in a
+        list boot is reported, since a name the parser could not read would otherwise go unnoticed."""
+        previous = self._listed_suite
+        self._listed_suite = _ListedSuite(name) if name is not None else None
+        if self._list_boot and previous is not None and not previous.cases:
+            return [Unread(previous.name)]
+        return []
+
+    def _top_level(self, content: str) -> list[Event]:
         """A line outside any suite: a `kunit.action=list` boot's suite, case and attribute lines, or noise."""
-        suite, attributes = self._listed_suite
+        suite = self._listed_suite
         attribute = grammar.suite_attribute(content)
         if attribute:
-            attributes[attribute[0]] = attribute[1]
-            return
-        listed = grammar.listed(content)
+            if suite is not None:
+                suite.attributes[attribute[0]] = attribute[1]
+            return []
+        listed = grammar.listed(content, suite.name if suite is not None else "")
         if listed:
-            inherited = dict(attributes) if listed[0] == suite else {}
-            self._listing = _Listing(listed[0], listed[1], inherited)
-            return
-        bare = grammar.bare_name(content)
-        if bare:
-            self._listed_suite = (bare, {})
+            events = self._new_listed_suite(None) if suite is not None and listed[0] != suite.name else []
+            inherited = dict(suite.attributes) if suite is not None and listed[0] == suite.name else {}
+            self._listing = _Listing(listed[0], listed[1], inherited, content.rstrip())
+            return events
+        name = grammar.suite_line(content)
+        return self._new_listed_suite(name) if name is not None else []
 
     def _version(self, indent: int) -> None:
         if not self._stack:
@@ -320,10 +363,14 @@ class KtapParser:
         self._stack.append(_Group(name, indent, indent_known=indent > top.indent))
         return [SuiteStarted(name)] if len(self._stack) == 2 else []
 
-    def _closing_depth(self, name: str, indent: int) -> int | None:
+    def _closing_depth(self, result: grammar.Result, indent: int) -> int | None:
         """Index in the stack of the open group this result line closes, if it closes one."""
+        name = result.name
         for depth in range(len(self._stack) - 1, 0, -1):
             group = self._stack[depth]
+            parent = self._stack[depth - 1]
+            if name in parent.verdicts:
+                continue  # a test judged already: this line closes nothing
             if group.name is None:
                 # Unnamed: closed by the first result at its parent's level, whatever it is called.
                 if self._stack[depth - 1].indent <= indent < group.indent:
@@ -336,13 +383,24 @@ class KtapParser:
             return depth
         return None
 
-    def _result(self, result: grammar.Result, indent: int) -> list[Event]:
-        depth = self._closing_depth(result.name, indent)
+    @staticmethod
+    def _at_depth_of(group: _Group, parent: _Group, indent: int) -> bool:
+        """Whether a result line at `indent` is one of `group`'s own tests: deeper than the block around it (a
+        shallower one belongs to an outer level; a test's printk can print anything there)."""
+        return indent > parent.indent if group.indent_known else indent >= group.indent
+
+    def _result(self, result: grammar.Result, indent: int) -> list[Event] | None:
+        """The events of a result line, or None when it is no result of the open blocks (it is then a plain line)."""
+        depth = self._closing_depth(result, indent)
         if depth is not None:
             return self._close(depth, result)
         top = self._stack[-1]
         if len(self._stack) == 1:
             return []  # a result outside any suite is no case (kselftest's plain tests, a suite that failed to init)
+        if not self._at_depth_of(top, self._stack[-2], indent):
+            return None
+        if len(self._stack) == 2 and result.name in top.verdicts:
+            return self._second_verdict(top, result)
         top.results += 1
         diagnostics, top.pending = top.pending, []
         if len(self._stack) == 2:
@@ -388,10 +446,24 @@ class KtapParser:
         case = CaseResult(
             suite.name or "", result.name, status, reason, tuple(diagnostics), tuple(params), tuple(attributes.items())
         )
+        suite.verdicts[case.case] = case.status
         if suite.name is None:
             suite.cases.append(case)
             return []
         return [case]
+
+    def _second_verdict(self, suite: _Group, result: grammar.Result) -> list[Event] | None:
+        """A second result line for a case of `suite`: only text, unless the first said it passed and this one says
+        it did not. Then the first was not its own (a test can printk any line): the case is reported again, not
+        passed, so a crash after a forged `ok` line is never hidden."""
+        if (
+            suite.verdicts[result.name] is not Status.PASSED
+            or _status(result.ok, result.directive, []) is Status.PASSED
+        ):
+            return None
+        diagnostics, suite.pending = suite.pending, []
+        note = f"an earlier line said {result.name} passed; its own result line says it did not"
+        return self._case(suite, result, [note, *diagnostics], [])
 
     def _suite_finished(self, closed: _Group, result: grammar.Result) -> list[Event]:
         status = _status(result.ok, result.directive, closed.pending)

@@ -10,23 +10,29 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# Every pattern here runs in time linear in the line (no nested or adjacent quantifiers that can trade characters):
+# a hostile console line must not stall the run, and the watchdog cannot fire while a line is parsed.
 # printk's own prefix: `[    0.060000]`, and with CONFIG_PRINTK_CALLER `[    0.060000][    T1]` (thread) or
 # `[    0.060000][    C0]` (CPU); with printk.time=0 only the caller id is left.
 _PRINTK_PREFIX = re.compile(r"^(?:\[\s*\d+\.\d+\](?:\[\s*[TC]\d+\])?|\[\s*[TC]\d+\]) ?")
 _VERSION = re.compile(r"^K?TAP version \d+\s*$")
 _PLAN = re.compile(r"^1\.\.(\d+)\s*$")
-_SUBTEST = re.compile(r"^# Subtest: (?P<name>.*?)\s*$")
-_RESULT = re.compile(r"^(?P<ok>not ok|ok) (?P<number>\d+)(?: -)?(?: (?P<name>[^#]*?))?\s*(?:#\s*(?P<comment>.*?))?\s*$")
+_SUBTEST = "# Subtest: "
+# The result word and number; the rest of the line (name, `#` comment) is split in Python, not by backtracking.
+_RESULT = re.compile(r"^(?P<ok>not ok|ok) (?P<number>\d+)(?P<rest>(?: .*)?|\s*(?:#.*)?)$", re.DOTALL)
+# A comment opens at a `#` that starts the text or follows whitespace: a name may hold a `#` of its own.
+_COMMENT = re.compile(r"(?:^|\s)#")
 # KTAP's directives (Documentation/dev-tools/ktap.rst); TAP also spells SKIP as SKIPPED, skip, ...
-_DIRECTIVE = re.compile(r"^(?P<word>SKIP\w*|TODO|XFAIL|TIMEOUT|ERROR)\b\s*(?P<reason>.*)$", re.IGNORECASE)
+_DIRECTIVE = re.compile(r"^(?P<word>SKIP\w*|TODO|XFAIL|TIMEOUT|ERROR)\b(?P<reason>.*)$", re.IGNORECASE | re.DOTALL)
 # What lib/kunit/attributes.c prints: `# speed: slow` for a suite, `# case_name.speed: slow` for a case.
 SUITE_ATTRIBUTES = ("speed", "module", "is_init")
-_SUITE_ATTRIBUTE = re.compile(rf"^# (?P<key>{'|'.join(SUITE_ATTRIBUTES)}): (?P<value>.*?)\s*$")
-_CASE_ATTRIBUTE = re.compile(r"^# (?P<case>[^\s:]+)\.(?P<key>\w+): (?P<value>.*?)\s*$")
+_SUITE_ATTRIBUTE = re.compile(rf"^# (?P<key>{'|'.join(SUITE_ATTRIBUTES)}): (?P<value>.*)$", re.DOTALL)
+# The case's name is everything before the last `.key: ` (a name may hold spaces, dots and colons).
+_CASE_ATTRIBUTE = re.compile(r"^# (?P<case>.+)\.(?P<key>\w+): (?P<value>.*)$", re.DOTALL)
 # 5.11 to 5.15 printed each parameter as a diagnostic of its case: `# case: ok 1 - description`.
-_OLD_PARAM = re.compile(r"^# (?P<case>[^\s:]+): (?P<result>(?:not )?ok \d+ .*)$")
-_LISTED = re.compile(r"^(?P<suite>[^\s#]+)\.(?P<case>[A-Za-z_]\w*)$")
-_BARE_NAME = re.compile(r"^[^\s#]+$")
+_OLD_PARAM = re.compile(r"^# (?P<case>[^:]+): (?P<result>(?:not )?ok \d+ .*)$", re.DOTALL)
+# A kernel message (`clocksource: Switched to ...`), told from a listed name by the `: ` after its prefix.
+_MESSAGE_PREFIX = ": "
 
 
 @dataclass(frozen=True)
@@ -56,32 +62,35 @@ def plan(content: str) -> int | None:
 
 
 def subtest(content: str) -> str | None:
-    match = _SUBTEST.match(content)
-    return match["name"] if match else None
+    return content[len(_SUBTEST) :].rstrip() if content.startswith(_SUBTEST) else None
 
 
 def result(content: str) -> Result | None:
     match = _RESULT.match(content)
     if not match:
         return None
-    comment = match["comment"] or ""
+    rest = match["rest"]
+    if rest.startswith(" -") and (len(rest) == 2 or rest[2].isspace()):
+        rest = rest[2:]  # TAP's optional dash before the name
+    opens = _COMMENT.search(rest)
+    name, comment = (rest[: opens.start()], rest[opens.end() :].strip()) if opens else (rest, "")
     directive = _DIRECTIVE.match(comment)
     word = directive["word"].upper() if directive else None
     if word is not None and word.startswith("SKIP"):
         word = "SKIP"
     reason = directive["reason"] if directive else comment
-    return Result(match["ok"] == "ok", int(match["number"]), (match["name"] or "").strip(), word, reason.strip())
+    return Result(match["ok"] == "ok", int(match["number"]), name.strip(), word, reason.strip())
 
 
 def suite_attribute(content: str) -> tuple[str, str] | None:
     match = _SUITE_ATTRIBUTE.match(content)
-    return (match["key"], match["value"]) if match else None
+    return (match["key"], match["value"].rstrip()) if match else None
 
 
 def case_attribute(content: str) -> tuple[str, str, str] | None:
     """(case, key, value) of a `# case.key: value` line."""
     match = _CASE_ATTRIBUTE.match(content)
-    return (match["case"], match["key"], match["value"]) if match else None
+    return (match["case"], match["key"], match["value"].rstrip()) if match else None
 
 
 def old_param(content: str) -> tuple[str, Result] | None:
@@ -91,13 +100,27 @@ def old_param(content: str) -> tuple[str, Result] | None:
     return (match["case"], parsed) if match and parsed else None
 
 
-def listed(content: str) -> tuple[str, str] | None:
-    """(suite, case) of a `suite.case` line, as `kunit.action=list` prints them."""
-    match = _LISTED.match(content.rstrip())
-    return (match["suite"], match["case"]) if match else None
+def is_message(content: str) -> bool:
+    """A kernel message outside KUnit (`random: crng init done`): a prefix, then `: `."""
+    return _MESSAGE_PREFIX in content
 
 
-def bare_name(content: str) -> str | None:
-    """A line holding one word: how `kunit.action=list` (6.6+) names each suite before its cases."""
+def listed(content: str, suite: str = "") -> tuple[str, str] | None:
+    """(suite, case) of a `suite.case` line, as `kunit.action=list` prints them. Names may hold spaces and any
+    punctuation: a line that starts with `suite.` (the suite line list_attr printed last) belongs to it; any other is
+    split at its first `.`, as the kernel splits kunit.filter_glob, unless it reads as a kernel message."""
     stripped = content.rstrip()
-    return stripped if _BARE_NAME.match(stripped) else None
+    if suite and stripped.startswith(suite + ".") and len(stripped) > len(suite) + 1:
+        return suite, stripped[len(suite) + 1 :]
+    if stripped.startswith("#") or is_message(stripped):
+        return None
+    name, dot, case = stripped.partition(".")
+    return (name, case) if dot and name and case else None
+
+
+def suite_line(content: str) -> str | None:
+    """A line that can name a suite: how `kunit.action=list_attr` (6.6+) names each suite before its cases."""
+    stripped = content.rstrip()
+    if not stripped or stripped.startswith("#") or is_message(stripped):
+        return None
+    return stripped

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from . import ktap
+from . import faults, ktap
+from . import ktap_lines as grammar
 from .errors import BootError
 from .planning import Attributes, CaseId
 from .qemu import BootRecord
@@ -14,18 +15,27 @@ from .report import boot_failure
 from .runner import Kernel, Runner
 
 # kunit_shutdown=reboot (QEMU) or halt (UML): the executor's last act, printed by kernel_restart() or kernel_halt()
-# (a panic reboots or aborts without it).
-_REBOOT = re.compile(r"\breboot: (?:Restarting system|System halted)")
+# (a panic reboots or aborts without it); machine_restart() may add a `reboot: machine restart` line after it.
+_REBOOT = re.compile(r"^reboot: (?:Restarting system|System halted)")
+_REBOOT_LINE = "reboot: "
+# How many unreadable lines an error quotes.
+_QUOTED = 10
 
 
 def reached_end(record: BootRecord) -> bool:
-    """Whether the list boot ran to the kernel's own reboot (or halt) and the guest then exited by itself, status 0."""
-    return (
-        record.ktap_started
-        and not record.timed_out
-        and record.exit_status == 0
-        and any(_REBOOT.search(line) for line in record.console)
-    )
+    """Whether the list boot ran to the kernel's own reboot (or halt) and the guest then exited by itself, status 0.
+
+    The reboot lines must be the console's last: a test's printk, or anything the kernel printed before it died,
+    can hold the same words mid-boot. A panic anywhere means the list was cut short."""
+    if not record.ktap_started or record.timed_out or record.exit_status != 0:
+        return False
+    lines = [grammar.clean(line).strip() for line in record.console]
+    if any(faults.is_panic(line) for line in lines):
+        return False
+    tail = [line for line in lines if line]
+    while tail and tail[-1].startswith(_REBOOT_LINE) and not _REBOOT.match(tail[-1]):
+        tail.pop()  # what the machine's own restart printed after the kernel's line
+    return bool(tail) and bool(_REBOOT.match(tail[-1]))
 
 
 def _how_it_ended(record: BootRecord) -> str:
@@ -53,6 +63,9 @@ def list_cases(
         record, events = runner.guest(kernel, (f"kunit.action={action}",))
         listed = [event for event in events if isinstance(event, ktap.Listed)]
         if reached_end(record):
+            unread = [event.line for event in events if isinstance(event, ktap.Unread)]
+            if unread:
+                raise _unread_error(kernel, action, unread, len(listed))
             cases = tuple((item.suite, item.case) for item in listed)
             return cases, {(item.suite, item.case): item.attributes for item in listed if item.attributes}
         if not record.ktap_started:
@@ -67,4 +80,17 @@ def list_cases(
         "check what runs QEMU (--kunit-qemu) passes its whole console through and lets it exit by itself, and read "
         "the console tail below.",
         detail=f"Console tail:\n{tail}",
+    )
+
+
+def _unread_error(kernel: Kernel, action: str, unread: list[str], listed: int) -> BootError:
+    quoted = "\n".join(f"  {line!r}" for line in unread[:_QUOTED])
+    more = f"\n  ... and {len(unread) - _QUOTED} more" if len(unread) > _QUOTED else ""
+    return BootError(
+        f"The kunit.action={action} boot of {kernel.build.image} reached its end, but {len(unread)} of its lines "
+        f"name no case pytest-kunit can read ({listed} cases were read): the case list would be incomplete, so none "
+        "was collected or cached.",
+        "a list line is `suite.case` (kunit.action=list_attr also prints each suite's name alone before its cases); "
+        "report the lines below with the kernel version, as pytest-kunit should read every name KUnit prints.",
+        detail=f"Unread lines:\n{quoted}{more}",
     )

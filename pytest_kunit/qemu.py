@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import faults, ktap
 from .arch import Arch
-from .console import ConsoleMap, strip_controls
+from .console import BoundedConsole, ConsoleMap, console_line
 from .errors import BootError
 from .launch import launcher
 from .processes import kill_group
@@ -118,6 +118,7 @@ class Guest:
         self._launcher = launcher(request.arch)
         self.record = BootRecord(command_line(request), program=self._launcher.program)
         self._sink = sink
+        self._console = BoundedConsole(self.record.console, self.record.console_map)
         self._started = time.monotonic()
         try:
             self._child = pexpect.spawn(
@@ -161,7 +162,8 @@ class Guest:
                     return
                 timeout = min(timeout, left)
             try:
-                child.expect("\n", timeout=timeout)
+                # A plain search from where the last read ended: a long line costs linear time, not a regex rescan.
+                child.expect_exact("\n", timeout=timeout)
             except pexpect.EOF:
                 tail = child.before or ""
                 if tail.strip():
@@ -177,9 +179,10 @@ class Guest:
             yield self._keep(child.before or "")
 
     def _keep(self, text: str) -> str:
-        # Firmware's terminal escapes (clear screen, reset) mean nothing in a report, a file or a log.
-        line = strip_controls(text)
-        self.record.console.append(line)
+        # Firmware's terminal escapes (clear screen, reset) mean nothing in a report, a file or a log; an over-long
+        # line is cut before anything parses it.
+        line = console_line(text)
+        self._console.append(line)
         if self._sink is not None:
             self._sink(line)
         return line
@@ -217,7 +220,7 @@ def boot(
 ) -> tuple[BootRecord, list[ktap.Event]]:
     """Boot one guest to the end, parsing its console as it streams; with `stop_after_crash`, end it as soon as a
     case's result line follows a crash (oops, BUG), so no later case runs on a tainted kernel."""
-    parser = ktap.KtapParser()
+    parser = ktap.KtapParser(list_boot=any(arg.startswith("kunit.action=list") for arg in request.kernel_args))
     events: list[ktap.Event] = []
     started: dict[str, float] = {}
     crashed = False

@@ -19,7 +19,16 @@ from .coverage_report import save_boot
 from .decode import decode_stacktrace
 from .errors import KunitError
 from .outcomes import Outcome, case_outcomes
-from .planning import Attributes, BootFilter, CaseId, PlannedCase, executed_cases, list_filter, single_glob_filters
+from .planning import (
+    Attributes,
+    BootFilter,
+    CaseId,
+    PlannedCase,
+    executed_cases,
+    list_filter,
+    single_case_filters,
+    single_glob_filters,
+)
 from .qemu import (
     BOOT_ALLOWANCE,
     KVM_FIRST_OUTPUT,
@@ -187,7 +196,7 @@ class Runner:
             return [BootFilter(list_filter(kernel.cases, remaining))]
         if named_singly:
             # A single glob can only leave out the cases a stopped guest did run by naming the others one by one.
-            return [BootFilter(f"{suite}.{case}") for suite, case in remaining]
+            return single_case_filters(remaining)
         return single_glob_filters(kernel.cases, remaining, kernel.attributes if kernel.features.attributes else None)
 
     def _kernel_args(self, kernel: Kernel, boot_filter: BootFilter) -> tuple[str, ...]:

@@ -199,8 +199,10 @@ def _yes_no(value: Any) -> bool:
 
 
 def _cache_default() -> Path:
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "pytest-kunit"
+    # The XDG base directory specification: a relative path is invalid and is ignored.
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "pytest-kunit"
 
 
 def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Settings:

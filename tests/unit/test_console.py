@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit import ktap
-from pytest_kunit.console import ConsoleMap, printk_seconds, strip_controls
+from pytest_kunit.console import MAX_LINE, BoundedConsole, ConsoleMap, console_line, printk_seconds, strip_controls
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -25,6 +25,14 @@ DATA = Path(__file__).resolve().parent.parent / "data"
         ("tab\tkept, bell\x07 and nul\x00 and cr\r gone", "tab\tkept, bell and nul and cr gone"),
         ("    ok 1 example_simple_test", "    ok 1 example_simple_test"),
         ("dangling escape\x1b", "dangling escape"),
+        # C1 controls (a terminal's one-byte CSI, NEL) and bidirectional overrides or isolates: a name that reads
+        # one way and is another.
+        ("ok 1 case\x9b31m red\x85", "ok 1 case31m red"),
+        (
+            "ok 1 admin\u202egnp.exe and \u2066isolated\u2069 \u202a\u202b\u202c\u202d",
+            "ok 1 admingnp.exe and isolated ",
+        ),
+        ("naïve café \u00a0 \u00ff kept", "naïve café \u00a0 \u00ff kept"),
     ],
 )
 def test_control_sequences_are_stripped(raw: str, clean: str) -> None:
@@ -78,3 +86,32 @@ def test_a_cases_slice_runs_from_its_suites_header_to_its_result() -> None:
 def test_a_case_of_a_suite_that_never_ended_runs_to_the_consoles_end() -> None:
     lines = ["KTAP version 1", "1..1", "  # Subtest: s", "  1..2", "  ok 1 a", "BUG: kernel NULL pointer dereference"]
     assert mapped(lines).case_lines(lines, ("s", "b")) == tuple(lines[2:])
+
+
+def test_an_over_long_line_is_cut_once_and_says_so() -> None:
+    raw = "    ok 1 x" + " " * 10_000 + "y\x1b[0m"
+    line = console_line(raw)
+    assert line.startswith("    ok 1 x   ") and len(line) < MAX_LINE + 100
+    assert line.endswith(f"[pytest-kunit: line cut at {MAX_LINE} characters, {len(raw) - MAX_LINE} more dropped]")
+    assert console_line("short\x1b[0m") == "short"
+
+
+def test_a_flooding_guest_keeps_the_head_and_the_tail_and_says_what_was_dropped() -> None:
+    lines: list[str] = []
+    console_map = ConsoleMap()
+    console = BoundedConsole(lines, console_map, limit=1000)
+    console.append("KTAP version 1")
+    console.append("    # Subtest: s")
+    console_map.note(ktap.SuiteStarted("s"), 1, lines[1], 0.0)
+    for number in range(5000):
+        console.append(f"flood {number:06d}")
+        if number == 4990:
+            console_map.note(ktap.CaseResult("s", "c", ktap.Status.PASSED), len(lines) - 1, lines[-1], 1.0)
+    assert sum(len(line) for line in lines) <= 1000 + 200
+    assert lines[:2] == ["KTAP version 1", "    # Subtest: s"]
+    assert lines[-1] == "flood 004999"
+    note = next(line for line in lines if line.startswith("[pytest-kunit:"))
+    assert f"{console.dropped_lines} console lines" in note and console.dropped_lines > 4000
+    # The map still points at the same lines.
+    assert lines[console_map.headers["s"]] == "    # Subtest: s"
+    assert lines[console_map.results[("s", "c")]] == "flood 004990"

@@ -49,7 +49,9 @@ def passing_name(line: str) -> str | None:
     if not number:
         return None
     rest = text[number.end() :]
-    body, hash_, tail = rest.partition("#")
+    # A comment opens at a `#` that starts the rest or follows whitespace; a name may hold a `#` of its own.
+    hashes = [i for i, char in enumerate(rest) if char == "#" and (i == 0 or rest[i - 1].isspace())]
+    body, hash_, tail = (rest[: hashes[0]], "#", rest[hashes[0] + 1 :]) if hashes else (rest, "", "")
     if hash_:
         directive = _DIRECTIVE.match(hash_ + tail)
         if directive and directive[1].upper() == "SKIP":

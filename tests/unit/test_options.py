@@ -178,6 +178,13 @@ def test_pyproject_ini_key_is_named_too(pytester: pytest.Pytester) -> None:
     assert f"ERROR: ini key 'kunit_timeout' in {ini}: '-1' is not {WHOLE_SECONDS}" in stderr
 
 
+def test_a_relative_xdg_cache_home_is_ignored(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The XDG base directory specification: a relative path in XDG_CACHE_HOME is invalid."""
+    monkeypatch.setenv("HOME", str(pytester.path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    assert resolved(pytester).cache_dir == pytester.path / "home" / ".cache" / "pytest-kunit"
+
+
 # --- precedence and good values ------------------------------------------------------------------------------------
 
 

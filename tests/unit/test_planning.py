@@ -332,9 +332,9 @@ def test_single_glob_filters_use_the_attribute_filter_for_not_slow() -> None:
     not_slow = [case for case in ALL if case not in slow]
     assert single_glob_filters(ALL, not_slow, slow) == [BootFilter(attributes="speed>slow")]
     example_not_slow = [case for case in of("example") if case not in slow]
-    assert single_glob_filters(ALL, example_not_slow, slow) == [BootFilter("example", "speed>slow")]
+    assert single_glob_filters(ALL, example_not_slow, slow) == [BootFilter("example", "speed>slow", single=True)]
     # Without attributes (a kernel before 6.6) the same selection boots the suite and reports what was chosen.
-    assert single_glob_filters(ALL, example_not_slow) == [BootFilter("example")]
+    assert single_glob_filters(ALL, example_not_slow) == [BootFilter("example", single=True)]
     assert executed_cases(ALL, BootFilter(attributes="speed>slow"), slow) == not_slow
     assert executed_cases(ALL, BootFilter("example", "speed>slow"), slow) == example_not_slow
     assert BootFilter("example", "speed>slow").kernel_args() == ("kunit.filter_glob=example", "kunit.filter=speed>slow")

@@ -1,0 +1,53 @@
+"""When a kunit.action=list boot's case list can be trusted: only when the kernel really reached its end."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_kunit.listing import reached_end
+from pytest_kunit.qemu import BootRecord
+
+LIST = ["Linux version 6.12.0", "KTAP version 1", "example.example_simple_test", "example.example_skip_test"]
+
+
+def record(*console: str, exit_status: int = 0) -> BootRecord:
+    return BootRecord(["qemu"], list(console), exit_status=exit_status, ktap_started=True)
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        ["reboot: Restarting system"],
+        ["[    2.000000] reboot: Restarting system", "[    2.000100] reboot: machine restart", ""],
+        ["reboot: System halted"],
+    ],
+)
+def test_the_kernels_own_reboot_as_its_last_words_ends_a_list(tail: list[str]) -> None:
+    assert reached_end(record(*LIST, *tail))
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        # A test's printk (or anything the kernel printed) said the words mid-boot; a panic followed.
+        [
+            "reboot: Restarting system",
+            "example.example_more",
+            "Kernel panic - not syncing: Fatal exception",
+            "---[ end Kernel panic - not syncing: Fatal exception ]---",
+        ],
+        ["reboot: Restarting system", "Kernel panic - not syncing: after the reboot line"],
+        ["reboot: Restarting system", "example.example_after"],
+        ["Kernel panic - not syncing: oops", "reboot: Restarting system"],
+        [],
+    ],
+)
+def test_reboot_words_that_are_not_the_end_leave_a_list_incomplete(tail: list[str]) -> None:
+    assert not reached_end(record(*LIST, *tail))
+
+
+def test_a_guest_that_failed_or_was_killed_did_not_reach_its_end() -> None:
+    assert not reached_end(record(*LIST, "reboot: Restarting system", exit_status=1))
+    timed_out = record(*LIST, "reboot: Restarting system")
+    timed_out.timed_out = True
+    assert not reached_end(timed_out)
