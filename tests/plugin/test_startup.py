@@ -83,7 +83,8 @@ def test_with_kunit_the_same_settings_are_usage_errors_naming_their_source(pytes
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--kunit", "test_a.py")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert f"ERROR: ini key 'kunit_kernel_src' in {ini}: '/nonexistent' is not an existing kernel" in result.stderr.str()
+    refused = f"ERROR: ini key 'kunit_kernel_src' in {ini}: '/nonexistent' is not an existing kernel"
+    assert refused in result.stderr.str()
     flagged = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--kunit", *BROKEN_FLAGS, "test_a.py")
     assert flagged.ret == pytest.ExitCode.USAGE_ERROR
     assert "ERROR: --kunit-arch: 'riscv' is not one of: " in flagged.stderr.str()
