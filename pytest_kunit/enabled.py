@@ -100,11 +100,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, Any, None]:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     made = yield
     if isinstance(item, KunitCase):
         report = made.get_result()
-        item.time_report(report)
+        item.finish_report(report, call)
         if item.config.stash[STATE].settings.kcidb is not None:
             run = case_run(item, report)
             if run is not None:
