@@ -113,11 +113,12 @@ HEADLINE = "example.example_failing_test FAILED at lib/kunit/kunit-example-test.
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["alone", "xdist"])
 def test_a_failures_message_is_its_headline_and_its_body_the_whole_paragraph(
-    project: pytest.Pytester, fake_kernel: FakeKernel, workers: list[str]
+    project: pytest.Pytester, fake_kernel: FakeKernel, workers: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("CI", "true")  # the short summary's lines whole, on every pytest
     fake_kernel.set_case("other", "second", outcome="noresult")
     xml = project.path / "junit.xml"
-    result = project.runpytest_subprocess(*fake_kernel.options(*workers, "-vv", "-rfEs", f"--junitxml={xml}"))
+    result = project.runpytest_subprocess(*fake_kernel.options(*workers, "-rfEs", f"--junitxml={xml}"))
     result.assert_outcomes(passed=2, failed=2, skipped=1, errors=1)
     # The short summary: the headline alone, and a skip located at the case (its fragment here), not at the plugin.
     result.stdout.fnmatch_lines([f"FAILED *::example_failing_test - {HEADLINE}"])
