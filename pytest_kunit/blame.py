@@ -1,13 +1,11 @@
-"""What sanitizer reports mean for a run: the case each one fails, and an error of the run for each printed while no
-case ran (boot, between suites, a background scan), reported once per kernel even under xdist."""
+"""What sanitizer reports mean for a run: the case each one fails, and a failure of the run itself for each printed
+while no case ran (boot, between suites, a background scan), reported once per kernel even under xdist."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
-
-import pytest
 
 from . import ktap_lines as grammar
 from .findings import Finding
@@ -91,22 +89,9 @@ class OutsideReports:
         for fields in dumped:
             self.add(OutsideReport(**{**fields, "lines": tuple(fields["lines"])}))
 
-    def fail_session(self, session: pytest.Session) -> None:
-        """One error per kernel, reported like a test's (terminal, JUnit), and the run's exit status failed."""
-        by_kernel: dict[str, list[OutsideReport]] = {}
+    def by_kernel(self) -> dict[str, str]:
+        """What fails the run, per kernel: its reports, each rendered."""
+        reports: dict[str, list[OutsideReport]] = {}
         for report in self.reports.values():
-            by_kernel.setdefault(report.kernel, []).append(report)
-        for kernel, reports in by_kernel.items():
-            nodeid = f"{kernel}::kernel reports outside any case"
-            test_report = pytest.TestReport(
-                nodeid,
-                (kernel, None, nodeid),
-                {},
-                "failed",
-                "\n\n".join(report.render() for report in reports),
-                "teardown",
-            )
-            session.config.hook.pytest_runtest_logreport(report=test_report)
-            session.testsfailed += 1
-        if by_kernel and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            reports.setdefault(report.kernel, []).append(report)
+        return {kernel: "\n\n".join(report.render() for report in found) for kernel, found in reports.items()}

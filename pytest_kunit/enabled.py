@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _pytest.junitxml import xml_key
 
 from .arch import Arch
 from .blame import OUTSIDE_KEY
@@ -22,7 +21,7 @@ from .kcidb import REPORT_KEY, KcidbWriter, case_run
 from .launch import launcher
 from .planning import PlannedCase, plan_batches
 from .remote import worker_client
-from .report import junit_properties
+from .report import junit_properties, junit_writer
 from .session import STATE, SessionState
 from .settings import Settings, given
 from .workers import is_worker, run_id, worker_count, worker_durations
@@ -105,11 +104,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, Any, None]:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     made = yield
     if isinstance(item, KunitCase):
         report = made.get_result()
-        item.time_report(report)
+        item.finish_report(report, call)
         if item.config.stash[STATE].settings.kcidb is not None:
             run = case_run(item, report)
             if run is not None:
@@ -120,10 +119,6 @@ def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, Any, None]:
 @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file
 def pytest_sessionfinish(session: pytest.Session) -> None:
     state = session.config.stash[STATE]
-    xml = session.config.stash.get(xml_key, None)  # only where the report is written: never on an xdist worker
-    if xml is not None:
-        for name, value in junit_properties(state.stats):
-            xml.add_global_property(name, value)
     if is_worker(session.config):
         workeroutput: dict[str, Any] = session.config.workeroutput  # type: ignore[attr-defined]
         stats = asdict(state.stats)
@@ -135,8 +130,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         workeroutput[COVERAGE_KEY] = state.runner.coverage_boots
     else:
         save_durations(state.settings.cache_dir, session.config.rootpath, state.runner.suite_seconds)
-        state.runner.outside.fail_session(session)
+        state.run_failures = state.runner.outside.by_kernel()
+        if state.run_failures and session.exitstatus == pytest.ExitCode.OK:
+            # The run's own failure, no test's: --lf has nothing to rerun, and the terminal summary says why.
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         state.coverage = coverage_summary(state)
+    xml = junit_writer(session.config)
+    if xml is not None:
+        for name, value in junit_properties(state.stats):
+            xml.add_global_property(name, value)
+        for kernel, text in state.run_failures.items():
+            xml.add_global_property("kunit_run_failure", f"{kernel}: {text}")
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -162,3 +166,6 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if config.option.verbose > 0:
         for number, kernel_filter in enumerate(stats.filters, 1):
             terminalreporter.write_line(f"boot {number}: {kernel_filter}")
+    for kernel, text in state.run_failures.items():
+        terminalreporter.write_sep("=", f"kunit: the run failed: {kernel}: kernel reports outside any case", red=True)
+        terminalreporter.write_line(text)

@@ -12,9 +12,10 @@ from .errors import KunitError, KunitWarning, warning_as_error
 from .ktap import Status
 from .planning import is_slow
 from .report import earlier_text, params_text, render_failure
+from .sources import location_of
 
 if TYPE_CHECKING:
-    from _pytest._code.code import ExceptionInfo, TerminalRepr
+    from _pytest._code.code import TerminalRepr  # a type only: pytest names it in Item.repr_failure's signature
 
     from .outcomes import Outcome
     from .runner import Kernel
@@ -22,10 +23,10 @@ if TYPE_CHECKING:
 
 
 class KunitCaseError(Exception):
-    """A kernel test case did not pass: carries the console's own evidence."""
+    """A kernel test case did not pass: carries the console's own evidence; its text is the failure paragraph."""
 
     def __init__(self, outcome: Outcome) -> None:
-        super().__init__(outcome.result.status.value)
+        super().__init__(render_failure(outcome))
         self.outcome = outcome
 
 
@@ -102,7 +103,7 @@ class KunitconfigFile(pytest.File):
         for suite, cases in suites.items():
             yield KunitSuite.from_parent(self, name=suite, kernel=kernel, cases=cases)
 
-    def repr_failure(self, excinfo: ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, KunitError):
             return excinfo.value.render()
         if isinstance(excinfo.value, KunitWarning):
@@ -166,7 +167,7 @@ class KunitCase(pytest.Item):
         if result.status is Status.PASSED:
             return
         if result.status is Status.SKIPPED:
-            raise pytest.skip.Exception(result.reason or "skipped by the kernel", _use_item_location=True)
+            pytest.skip(result.reason or "skipped by the kernel")  # finish_report points it at the case
         if result.status is Status.XFAIL:
             raise pytest.xfail.Exception(result.reason or "the kernel expected this case to fail")
         self._attach_console("call")
@@ -186,7 +187,27 @@ class KunitCase(pytest.Item):
             return
         self.add_report_section(when, f"kunit console ({self.outcome.console})", console)
 
-    def time_report(self, report: pytest.TestReport) -> None:
+    def finish_report(self, report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
+        """What pytest's own report of a case lacks: the case's time, a skip located at the case, a failure's
+        one-line headline (JUnit's message=, the short summary) above its whole paragraph."""
+        self._time_report(report)
+        if report.skipped and isinstance(report.longrepr, tuple):
+            # Where the kernel's case is, not the line of this module that reported the skip.
+            path, line, _ = self.reportinfo()
+            report.longrepr = (str(path), (line or 0) + 1, report.longrepr[2])
+        if report.failed and call.excinfo is not None:
+            self._headline(report.longrepr, str(call.excinfo.value))
+
+    def _headline(self, representation: object, text: str) -> None:
+        """A failure's crash line is its paragraph's first line at the case's location (pytest would take the whole
+        multi-line text at the line of this module that raised it)."""
+        crash = getattr(representation, "reprcrash", None)
+        if crash is None or not text.strip():
+            return
+        path, line, _ = self.reportinfo()
+        crash.path, crash.lineno, crash.message = str(path), (line or 0) + 1, text.strip().splitlines()[0]
+
+    def _time_report(self, report: pytest.TestReport) -> None:
         """Give the report the case's own run time, as the console tells it (what JUnit and --durations show); the
         set-up, which may have booted the guest for the whole batch, none: boots are the session's time."""
         if self.outcome is None:
@@ -196,16 +217,17 @@ class KunitCase(pytest.Item):
         elif report.when == "call" and self.outcome.seconds is not None:
             report.duration = self.outcome.seconds
 
-    def repr_failure(self, excinfo: ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, KunitCaseError):
-            return render_failure(excinfo.value.outcome)
+            # pytest's own representation, which xdist and JUnit carry whole; its body the paragraph as it is.
+            return super().repr_failure(excinfo, style="value")
         if isinstance(excinfo.value, KunitError):
             return excinfo.value.render()
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path | str, int | None, str]:
         name = f"{self.suite}.{self.name}"
-        location = _state(self).locations.get(self.kernel.key, {}).get(self.name)
+        location = location_of(_state(self).locations.get(self.kernel.key, {}), self.suite, self.name)
         if location is not None:
             return self.kernel.tree / location[0], location[1] - 1, name
         # The C definition was not found (e.g. generated by a macro): point at the fragment that built it.

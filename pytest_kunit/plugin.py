@@ -1,5 +1,6 @@
 """pytest-kunit's entry point (`pytest11`): its options and hook specifications, and at configure time, with --kunit
-only, the session's own hooks (enabled.py). A pytest run without --kunit imports and runs nothing else of it."""
+only, the session's own hooks (enabled.py). A pytest run without --kunit imports, checks, prints and runs nothing else
+of it: not even its other settings are read, so a project's stray kunit_* ini key cannot fail an ordinary run."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import types
 import pytest
 
 from . import options, settings
-from .arch import ARCHES, Arch
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -25,6 +25,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    if not settings.is_enabled(config):
+        return
+    from .arch import ARCHES, Arch
+
     arches = dict(ARCHES)
     config.hook.pytest_kunit_add_arches(config=config, arches=arches)
     for name, arch in arches.items():
@@ -34,14 +38,13 @@ def pytest_configure(config: pytest.Config) -> None:
                 "add a pytest_kunit.arch.Arch under its own name."
             )
     resolved = settings.resolve(config, arches)
-    if resolved.enabled:
-        # Through sys.modules, not the package's attribute: a pytest run in-process after another (pytester) has
-        # had its modules removed, and must not mix the earlier run's modules with fresh ones. For the same reason
-        # the package forgets those removed modules, which `from . import ktap` would otherwise still find.
-        package = sys.modules[__package__]
-        for name, value in list(vars(package).items()):
-            if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is not value:
-                delattr(package, name)
-        enabled = importlib.import_module(f"{__package__}.enabled")
-        enabled.start(config, resolved, arches[resolved.arch])
-        config.pluginmanager.register(enabled, "kunit-session")
+    # Through sys.modules, not the package's attribute: a pytest run in-process after another (pytester) has
+    # had its modules removed, and must not mix the earlier run's modules with fresh ones. For the same reason
+    # the package forgets those removed modules, which `from . import ktap` would otherwise still find.
+    package = sys.modules[__package__]
+    for name, value in list(vars(package).items()):
+        if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is not value:
+            delattr(package, name)
+    enabled = importlib.import_module(f"{__package__}.enabled")
+    enabled.start(config, resolved, arches[resolved.arch])
+    config.pluginmanager.register(enabled, "kunit-session")

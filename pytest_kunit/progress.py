@@ -28,11 +28,16 @@ class Progress:
 
     @contextlib.contextmanager
     def _uncaptured(self) -> Iterator[None]:
-        """Builds happen while pytest collects, when it captures what is written: progress must reach the user."""
-        if self._capture is None:
+        """Builds happen while pytest collects, when it captures what is written: progress must reach the user.
+
+        pytest has no public way past its capture outside a test (capsys.disabled() is a test's fixture): its capture
+        manager's own context (what pytest's live logging uses) where that exists; on a pytest without it the
+        progress goes to the captured output, and the run goes on."""
+        disabled = getattr(self._capture, "global_and_fixture_disabled", None)
+        if disabled is None:
             yield
             return
-        with self._capture.global_and_fixture_disabled():
+        with disabled():
             yield
 
     def __call__(self, message: str) -> None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from . import faults
 from .blame import reports_text
@@ -143,3 +145,19 @@ def junit_properties(stats: Stats) -> list[tuple[str, str]]:
         ("kunit_boots", str(stats.boots)),
         ("kunit_boot_seconds", f"{stats.boot_seconds:.3f}"),
     ]
+
+
+def junit_writer(config: pytest.Config) -> Any | None:
+    """The --junitxml report this process writes, to add <testsuite> properties to; None without one (an xdist worker
+    never writes it). pytest offers no public handle on it: its stash key where this pytest keeps it there, else the
+    plugin object junitxml registers, which is the same object."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:
+        return registered_junit_writer(config)
+    return config.stash.get(xml_key, None)
+
+
+def registered_junit_writer(config: pytest.Config) -> Any | None:
+    plugins = config.pluginmanager.get_plugins()
+    return next((plugin for plugin in plugins if callable(getattr(plugin, "add_global_property", None))), None)

@@ -67,6 +67,11 @@ def _raw(config: pytest.Config, name: str) -> tuple[Any, str]:
     return None, "default"
 
 
+def is_enabled(config: pytest.Config) -> bool:
+    """Whether --kunit (or its ini key) is on: the one setting a run without it reads."""
+    return bool(_raw(config, "kunit")[0])
+
+
 def given(config: pytest.Config, name: str) -> str | None:
     """Where the setting `name` was given (its flag, -o, or its ini key in a file), or None if it was not."""
     value, source = _raw(config, name)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_kunit.report import junit_writer, registered_junit_writer
+
 from .conftest import FakeKernel
 
 
@@ -104,3 +106,45 @@ def test_junit_session_figures_under_xdist(project: pytest.Pytester, fake_kernel
     properties = suite_properties(xml)
     # Built once between the workers; the listing boot, then one boot per worker.
     assert (properties["kunit_builds"], properties["kunit_boots"]) == ("1", "3")
+
+
+HEADLINE = "example.example_failing_test FAILED at lib/kunit/kunit-example-test.c:11"
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["alone", "xdist"])
+def test_a_failures_message_is_its_headline_and_its_body_the_whole_paragraph(
+    project: pytest.Pytester, fake_kernel: FakeKernel, workers: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")  # the short summary's lines whole, on every pytest
+    fake_kernel.set_case("other", "second", outcome="noresult")
+    xml = project.path / "junit.xml"
+    result = project.runpytest_subprocess(*fake_kernel.options(*workers, "-rfEs", f"--junitxml={xml}"))
+    result.assert_outcomes(passed=2, failed=2, skipped=1, errors=1)
+    # The short summary: the headline alone, and a skip located at the case (its fragment here), not at the plugin.
+    result.stdout.fnmatch_lines([f"FAILED *::example_failing_test - {HEADLINE}"])
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] kunit.kunitconfig:1: this test should be skipped"])
+    failures = {
+        case.get("name"): failure
+        for case in ET.parse(xml).iter("testcase")
+        for failure in [*case.iter("failure"), *case.iter("error")]
+    }
+    failure = failures["example_failing_test"]
+    assert failure.get("message") == HEADLINE
+    body = failure.text or ""
+    assert body.startswith(HEADLINE) and "Expected 1 + 1 == 3, but" in body and "console: " in body
+    # A case with no result line is an error at set-up: its message is its own headline too.
+    no_result = "other.second NO RESULT: the kernel printed no result line for this case"
+    assert failures["second"].get("message") == f'failed on setup with "{no_result}"'
+
+
+def test_a_failure_line_with_tb_line_points_at_the_case(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    result = project.runpytest(*fake_kernel.options("--tb=line", "-k", "example_failing_test"))
+    result.stdout.fnmatch_lines([f"*lib/kunit/kunit-example-test.c:9: {HEADLINE}"])
+
+
+@pytest.mark.parametrize("junit", [True, False])
+def test_the_junit_report_is_found_without_pytests_private_key_too(pytester: pytest.Pytester, junit: bool) -> None:
+    """The run's figures reach JUnit through pytest's stash key where it has one, else the plugin it registers."""
+    config = pytester.parseconfigure("-p", "no:cacheprovider", *(["--junitxml=junit.xml"] if junit else []))
+    assert junit_writer(config) is registered_junit_writer(config)
+    assert (registered_junit_writer(config) is not None) is junit

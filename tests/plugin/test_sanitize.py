@@ -65,18 +65,36 @@ def test_a_report_outside_any_case_fails_the_run_once(project: pytest.Pytester, 
     result = project.runpytest(
         *fake_kernel.options("-n", "2", "-p", "xdist", "-k", "not failing", f"--junitxml={junit}")
     )
-    result.assert_outcomes(passed=3, failed=1, skipped=1, errors=1)  # example_params_test fails on its own
+    # No test of its own (none --lf could rerun): the run's exit status, and why in the terminal summary and JUnit.
+    result.assert_outcomes(passed=3, failed=1, skipped=1)  # example_params_test fails on its own
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "*ERROR at teardown of kunit.kunitconfig::kernel reports outside any case*",
+            "*= kunit: the run failed: kunit.kunitconfig: kernel reports outside any case =*",
             "The kernel printed a lockdep report before KUnit's first suite started (boot), while no test case ran: "
             "lockdep: WARNING: possible circular locking dependency detected",
             "What to do: *",
         ]
     )
-    errors = [case for case in ET.parse(junit).getroot().iter("testcase") if case.find("error") is not None]
-    assert [case.get("name") for case in errors] == ["kernel reports outside any case"]
+    assert result.stdout.str().count("kunit: the run failed") == 1
+    assert "outside any case" not in " ".join(case.get("name") or "" for case in ET.parse(junit).iter("testcase"))
+    (failure,) = [item for item in ET.parse(junit).iter("property") if item.get("name") == "kunit_run_failure"]
+    assert (failure.get("value") or "").startswith("kunit.kunitconfig: The kernel printed a lockdep report before")
+
+
+def test_a_run_failure_alone_is_a_failed_run_that_maxfail_and_last_failed_leave_alone(
+    project: pytest.Pytester, fake_kernel: FakeKernel
+) -> None:
+    spec = fake_kernel.spec()
+    spec["printk_boot"] = LOCKDEP
+    fake_kernel.write_spec(spec)
+    result = project.runpytest(*fake_kernel.options("-k", "other", "--maxfail=1"))
+    result.assert_outcomes(passed=2)  # --maxfail counts no forged report: every case ran
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # pytest's --lf finds no failed test to rerun, so it runs everything: the report is seen again.
+    again = project.runpytest(*fake_kernel.options("--lf", "-k", "other"))
+    again.assert_outcomes(passed=2)
+    assert again.ret == pytest.ExitCode.TESTS_FAILED
 
 
 def test_a_report_after_the_last_suite_fails_a_selection(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
@@ -85,7 +103,8 @@ def test_a_report_after_the_last_suite_fails_a_selection(project: pytest.Pyteste
     spec["suites"][1]["printk_exit"] = LOCKDEP
     fake_kernel.write_spec(spec)
     result = project.runpytest(*fake_kernel.options("-k", "other"))
-    result.assert_outcomes(passed=2, errors=1)
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
             "The kernel printed a lockdep report in suite other after its last case*",
@@ -159,12 +178,12 @@ def test_kmemleak_final_scan_fails_the_run_with_the_leak(project: pytest.Pyteste
     result = project.runpytest(
         *fake_kernel.options("-n", "2", "-p", "xdist", "-k", "other", "--kunit-sanitize=kmemleak")
     )
-    # The guest scans at its end (under xdist: the error reaches the controller, which reports it once).
-    result.assert_outcomes(passed=2, errors=1)
+    # The guest scans at its end (under xdist: the report reaches the controller, which reports it once).
+    result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "*ERROR at teardown of kunit.kunitconfig::kernel reports outside any case*",
+            "*= kunit: the run failed: kunit.kunitconfig: kernel reports outside any case =*",
             "The kernel printed a kmemleak report after the last suite (other) ended, while no test case ran: "
             "kmemleak: unreferenced object 0xffff888003b4c400 (size 123):",
             "What to do: *",
@@ -172,9 +191,7 @@ def test_kmemleak_final_scan_fails_the_run_with_the_leak(project: pytest.Pyteste
             "*comm*",
         ]
     )
-    # Once in the error (the short summary repeats it whole where CI is set: pytest does not cut it there).
-    errors = result.stdout.str().partition("short test summary info")[0]
-    assert errors.count("    [<ffffffff81345678>] sanitize_leak+0x1c/0x40") == 1
+    assert result.stdout.str().count("    [<ffffffff81345678>] sanitize_leak+0x1c/0x40") == 1
     boots = fake_kernel.test_boots()
     assert boots
     for boot in boots:
@@ -191,10 +208,11 @@ def test_a_final_scan_killed_before_its_end_fails_the_run(project: pytest.Pytest
     spec["scan_hangs"] = True
     fake_kernel.write_spec(spec)
     result = project.runpytest(*fake_kernel.options("-k", "other", "--kunit-sanitize=kmemleak", "--kunit-timeout=1"))
-    result.assert_outcomes(passed=2, errors=1)
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "*ERROR at teardown of kunit.kunitconfig::kernel reports outside any case*",
+            "*= kunit: the run failed: kunit.kunitconfig: kernel reports outside any case =*",
             "kmemleak's final scan did not finish: leaks found by it, if any, went unreported.",
             "What to do: see below why the guest ended first*",
             "The boot ran every case, then the guest printed nothing for 1.25 s and was killed.",

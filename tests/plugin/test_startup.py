@@ -9,11 +9,10 @@ import sys
 
 import pytest
 
-# Its options need options.py and settings.py (they are resolved, so a bad value fails every run), its --kunit-arch
-# check arch.py, its hook specifications newhooks.py.
+# Its options need options.py, the --kunit switch settings.py (nothing else of it is read), its hook specifications
+# newhooks.py.
 INERT = [
     "pytest_kunit",
-    "pytest_kunit.arch",
     "pytest_kunit.newhooks",
     "pytest_kunit.options",
     "pytest_kunit.plugin",
@@ -42,3 +41,50 @@ def test_a_run_without_kunit_imports_only_the_entry_point(pytester: pytest.Pytes
 def test_a_run_with_kunit_imports_the_rest(pytester: pytest.Pytester) -> None:
     modules = imported_by_a_run(pytester, "--kunit", "--kunit-patches=none")
     assert {"pytest_kunit.enabled", "pytest_kunit.session", "pytest_kunit.items"} <= set(modules)
+
+
+# Every setting at a value --kunit refuses, in the ini file and on the command line.
+BROKEN_INI = """[pytest]
+kunit_kernel_src = /nonexistent
+kunit_patches = /nonexistent-series
+kunit_jobs = many
+kunit_timeout = 0
+kunit_boot_timeout = -1
+kunit_accel = warp
+kunit_raw = maybe
+kunit_isolate = module
+kunit_reboot_after_crash = maybe
+kunit_wrapper = magic
+kunit_arch = riscv
+kunit_coverage = test_a.py
+kunit_sanitize = valgrind
+kunit_share_kernels = maybe
+kunit_kcidb_origin = Not An Origin
+"""
+BROKEN_FLAGS = ["--kunit-arch=riscv", "--kunit-jobs=0", "--kunit-timeout=never", "--kunit-isolate=x"]
+# A project's hook the plugin must not call either.
+BROKEN_HOOK = "def pytest_kunit_add_arches(config, arches):\n    raise RuntimeError('called without --kunit')\n"
+
+
+@pytest.mark.parametrize("flags", [[], BROKEN_FLAGS], ids=["ini", "ini-and-flags"])
+def test_an_ordinary_run_ignores_every_setting_of_the_plugin(pytester: pytest.Pytester, flags: list[str]) -> None:
+    pytester.makeini(BROKEN_INI)
+    pytester.makeconftest(BROKEN_HOOK)
+    pytester.makepyfile(test_a="def test_a():\n    pass\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *flags, "test_a.py")
+    result.assert_outcomes(passed=1)
+    # pytest's own header names the installed plugin; nothing else may mention it.
+    said = [line for line in result.outlines + result.errlines if not line.startswith("plugins: ")]
+    assert not [line for line in said if "kunit" in line]
+
+
+def test_with_kunit_the_same_settings_are_usage_errors_naming_their_source(pytester: pytest.Pytester) -> None:
+    ini = pytester.makeini(BROKEN_INI.replace("kunit_arch = riscv\n", ""))  # the hook would be called first
+    pytester.makepyfile(test_a="def test_a():\n    pass\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--kunit", "test_a.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    refused = f"ERROR: ini key 'kunit_kernel_src' in {ini}: '/nonexistent' is not an existing kernel"
+    assert refused in result.stderr.str()
+    flagged = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--kunit", *BROKEN_FLAGS, "test_a.py")
+    assert flagged.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ERROR: --kunit-arch: 'riscv' is not one of: " in flagged.stderr.str()

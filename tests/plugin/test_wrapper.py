@@ -79,7 +79,7 @@ def test_a_missing_wrapper_is_a_paragraph(project: pytest.Pytester, fake_kernel:
 
 def test_an_unknown_wrapper_is_a_usage_error(project: pytest.Pytester) -> None:
     project.makeini("[pytest]\nkunit_wrapper = gcc\n")
-    result = project.runpytest("-p", "no:cacheprovider")
+    result = project.runpytest("-p", "no:cacheprovider", "--kunit")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["*ini key 'kunit_wrapper' in *: 'gcc' is not one of auto, ccache, distcc, sccache, none"]

@@ -1,6 +1,7 @@
-"""pytest-xdist: kunit cases travel in whole boot batches and every other test is scheduled as its --dist mode
-schedules it (ordinary tests beside kunit items spread, group, or stay by file or scope as they would alone); and a
-run started inside another run's worker is a run of its own."""
+"""pytest-xdist: kunit cases travel in whole boot batches, each booted once, in every --dist mode; every other test is
+scheduled by xdist's own scheduler for the mode (ordinary tests beside kunit items spread, group, stay by file or
+scope, are stolen, or run on every worker, as they would alone); and a run started inside another run's worker is a
+run of its own."""
 
 from __future__ import annotations
 
@@ -131,6 +132,17 @@ def test_loadscope_keeps_a_class_on_one_worker(
     assert_batches_booted_once(fake_kernel)
 
 
+def test_each_runs_the_other_tests_on_every_worker_and_boots_each_batch_once(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path
+) -> None:
+    slow_boots(fake_kernel)
+    log = mixed(project, tmp_path, delay=0)
+    result = project.runpytest_subprocess(*fake_kernel.options("-n", "2", "--dist", "each"))
+    result.assert_outcomes(passed=3 + 2 + 2 * 15, failed=2, skipped=1)
+    assert Counter(line.split()[1] for line in log.read_text().splitlines()) == {"gw0": 15, "gw1": 15}
+    assert_batches_booted_once(fake_kernel)
+
+
 def test_a_batch_is_one_unit_of_work(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
     """With kunit items only, -n 2 boots each batch once on its own worker: both workers boot."""
     result = project.runpytest_subprocess(*fake_kernel.options("-n", "2"))
@@ -142,19 +154,42 @@ def test_a_batch_is_one_unit_of_work(project: pytest.Pytester, fake_kernel: Fake
 # --- the scheduler itself, driven as xdist's controller drives it -------------------------------------------------
 
 
-class Node:
-    """What the scheduler sees of a worker: it is sent test indices and told to shut down."""
+class Worker:
+    """A worker as xdist's runs: it runs the tests sent to it in order, one only once the next has arrived or it was
+    told to shut down; it gives back stolen tests that are still waiting (xdist.remote's rule)."""
 
-    def __init__(self, name: str) -> None:
-        self.gateway = SimpleNamespace(id=name)
-        self.sent: list[int] = []
+    def __init__(self, name: str, pace: int = 1) -> None:
+        self.gateway = SimpleNamespace(id=name, spec=name)
+        self.pace = pace  # runs a test every `pace` steps
+        self.queue: list[int] = []
+        self.ran: list[int] = []
+        self.stolen: list[list[int]] = []  # answers to steal requests, not yet read by the controller
+        self.steals = 0
         self.shutting_down = False
 
     def send_runtest_some(self, indices: list[int]) -> None:
-        self.sent.extend(indices)
+        assert not self.shutting_down, "sent tests after its shutdown"
+        self.queue.extend(indices)
+
+    def send_runtest_all(self) -> None:
+        raise AssertionError("every test, kunit cases too, sent to one worker")
+
+    def send_steal(self, indices: list[int]) -> None:
+        self.steals += 1
+        waiting = self.queue[1:]  # the first is already held as the next test
+        stolen = list(indices) if all(index in waiting for index in indices) else []
+        for index in stolen:
+            self.queue.remove(index)
+        self.stolen.append(stolen)
 
     def shutdown(self) -> None:
         self.shutting_down = True
+
+    def step(self, number: int) -> int | None:
+        if number % self.pace or not (len(self.queue) >= 2 or (self.queue and self.shutting_down)):
+            return None
+        self.ran.append(self.queue.pop(0))
+        return self.ran[-1]
 
 
 COLLECTION = [
@@ -165,8 +200,9 @@ COLLECTION = [
     "test_mixed.py::test_mail[a@b]",  # an @ inside a parameter id is no group
     "test_mixed.py::test_mail[c@b]",
     *(f"test_mixed.py::TestScope::test_in_class[{number}]" for number in range(3)),
-    *(f"test_other.py::test_other[{number}]" for number in range(3)),
+    *(f"test_other.py::test_other[{number}]" for number in range(40)),
 ]
+MODES = ["load", "loadscope", "loadfile", "loadgroup", "worksteal", "each"]
 
 
 def scheduler_for(pytester: pytest.Pytester, mode: str) -> KunitScheduling:
@@ -178,41 +214,69 @@ def scheduler_for(pytester: pytest.Pytester, mode: str) -> KunitScheduling:
     return scheduler
 
 
-def schedule(pytester: pytest.Pytester, mode: str) -> dict[str, str]:
-    """Run the scheduler over COLLECTION on two workers that finish tests at the same pace: node id -> worker."""
-    scheduler = scheduler_for(pytester, mode)
-    nodes = [Node("gw0"), Node("gw1")]
-    for node in nodes:
-        scheduler.add_node(node)
-    for node in nodes:
-        scheduler.add_node_collection(node, COLLECTION)
+def drive(scheduler: KunitScheduling, workers: list[Worker]) -> None:
+    """xdist's controller: collections in, then each test done reported, until the scheduler says the tests are
+    finished and every worker is shut down and has run what it was sent."""
+    for worker in workers:
+        scheduler.add_node(worker)
+    for worker in workers:
+        scheduler.add_node_collection(worker, COLLECTION)
     scheduler.schedule()
-    done = dict.fromkeys(nodes, 0)
-    while any(done[node] < len(node.sent) for node in nodes):
-        for node in nodes:
-            if done[node] < len(node.sent):
-                scheduler.mark_test_complete(node, node.sent[done[node]])
-                done[node] += 1
-    ran = {COLLECTION[index]: node.gateway.id for node in nodes for index in node.sent}
-    assert sorted(ran) == sorted(COLLECTION)  # every test sent once
-    return ran
+    for number in range(10_000):
+        if scheduler.tests_finished:
+            for worker in scheduler.nodes:
+                worker.shutdown()
+        for worker in workers:
+            for stolen in worker.stolen:
+                scheduler.remove_pending_tests_from_node(worker, stolen)
+            worker.stolen.clear()
+            done = worker.step(number)
+            if done is not None:
+                scheduler.mark_test_complete(worker, done)
+        if all(worker.shutting_down and not worker.queue for worker in workers):
+            return
+    pytest.fail(f"never finished: {[(worker.queue, worker.shutting_down) for worker in workers]}")
 
 
-@pytest.mark.parametrize("mode", ["load", "worksteal", "loadscope", "loadfile", "loadgroup"])
-def test_every_mode_sends_each_batch_whole_to_one_worker(pytester: pytest.Pytester, mode: str) -> None:
-    ran = schedule(pytester, mode)
+def schedule(pytester: pytest.Pytester, mode: str, slow: bool = False) -> dict[str, str]:
+    """Run the scheduler over COLLECTION on two workers (the second three times slower with `slow`): node id -> the
+    worker that ran it; every test ran exactly once (under --dist each: every other test once on each worker)."""
+    scheduler = scheduler_for(pytester, mode)
+    workers = [Worker("gw0"), Worker("gw1", pace=3 if slow else 1)]
+    drive(scheduler, workers)
+    runs = Counter(COLLECTION[index] for worker in workers for index in worker.ran)
+    kunit = [nodeid for nodeid in COLLECTION if nodeid.startswith("kunit.kunitconfig::")]
+    expected = Counter({nodeid: 1 if nodeid in kunit or mode != "each" else 2 for nodeid in COLLECTION})
+    assert runs == expected
+    return {COLLECTION[index]: worker.gateway.id for worker in workers for index in worker.ran}
+
+
+@pytest.mark.parametrize("slow", [False, True], ids=["even", "slow-worker"])
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_runs_each_test_once_and_each_batch_whole_on_one_worker(
+    pytester: pytest.Pytester, mode: str, slow: bool
+) -> None:
+    ran = schedule(pytester, mode, slow)
     # Two suites of equal weight on two workers: one batch each.
     example, other = workers(ran, "kunit.kunitconfig::example"), workers(ran, "kunit.kunitconfig::other")
     assert len(example) == len(other) == 1
     assert example | other == {"gw0", "gw1"}
 
 
+def test_worksteal_still_steals_the_other_tests(pytester: pytest.Pytester) -> None:
+    scheduler = scheduler_for(pytester, "worksteal")
+    workers_ = [Worker("gw0"), Worker("gw1", pace=5)]
+    drive(scheduler, workers_)
+    assert workers_[0].steals + workers_[1].steals > 0
+    assert len(workers_[0].ran) > len(workers_[1].ran)  # the fast worker took over the slow one's tests
+
+
 @pytest.mark.parametrize(
     ("mode", "together", "spread"),
     [
-        ("load", [], ["test_mixed.py::test_spread", "test_mixed.py::TestScope"]),
-        ("worksteal", [], ["test_mixed.py::test_spread"]),
-        ("loadgroup", ["test_mixed.py::test_grouped"], ["test_mixed.py::test_spread"]),
+        ("load", [], ["test_mixed.py::test_spread", "test_other.py"]),
+        ("worksteal", [], ["test_other.py"]),
+        ("loadgroup", ["test_mixed.py::test_grouped"], ["test_other.py"]),
         ("loadscope", ["test_mixed.py::test_", "test_mixed.py::TestScope", "test_other.py"], []),
         ("loadfile", ["test_mixed.py", "test_other.py"], []),
     ],
@@ -227,12 +291,37 @@ def test_other_tests_are_scoped_as_their_mode_scopes_them(
         assert workers(ran, prefix) == {"gw0", "gw1"}, prefix
 
 
-def test_an_at_sign_in_a_parameter_id_names_no_group(pytester: pytest.Pytester) -> None:
-    scheduler = scheduler_for(pytester, "loadgroup")
-    scheduler.add_node(Node("gw0"))
-    scheduler.add_node_collection(scheduler.nodes[0], COLLECTION)
-    assert scheduler._split_scope("test_mixed.py::test_mail[a@b]") == "test_mixed.py::test_mail[a@b]"
-    assert scheduler._split_scope("test_mixed.py::test_grouped[0]@shared") == "shared"
+def test_a_worker_crashing_in_a_batch_loses_no_test(pytester: pytest.Pytester) -> None:
+    """The crashed case is the one reported; its batch's other cases, and the other test xdist's scheduler takes
+    for the crashed one, run on the other worker."""
+    scheduler = scheduler_for(pytester, "load")
+    crashing, other = Worker("gw0"), Worker("gw1")
+    for worker in (crashing, other):
+        scheduler.add_node(worker)
+    for worker in (crashing, other):
+        scheduler.add_node_collection(worker, COLLECTION)
+    scheduler.schedule()
+    first = crashing.queue[0]
+    assert COLLECTION[first].startswith("kunit.kunitconfig::")
+    crashing_sent = list(crashing.queue)
+    assert scheduler.remove_node(crashing) == COLLECTION[first]
+    drive_rest(scheduler, other)
+    ran = Counter(COLLECTION[index] for index in other.ran)
+    assert set(ran) == set(COLLECTION) - {COLLECTION[first]}
+    assert set(ran.values()) == {1}
+    assert {COLLECTION[index] for index in crashing_sent[1:]} <= set(ran)
+
+
+def drive_rest(scheduler: KunitScheduling, worker: Worker) -> None:
+    for number in range(10_000):
+        if scheduler.tests_finished:
+            worker.shutdown()
+        done = worker.step(number)
+        if done is not None:
+            scheduler.mark_test_complete(worker, done)
+        if worker.shutting_down and not worker.queue:
+            return
+    pytest.fail("never finished")
 
 
 def test_an_outer_runs_identity_does_not_leak_into_the_build_stamp(

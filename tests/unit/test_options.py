@@ -1,7 +1,7 @@
 """Option resolution: every unusable value is a usage error naming its option or ini key; the CLI beats the ini.
 
-No test here passes --kunit, so nothing is ever built or booted: the plugin resolves its settings at configure time
-whether or not it is enabled.
+The runs here pass --kunit (only then does the plugin read its settings) and stop at configure time on the bad value,
+so nothing is ever built or booted; `resolved` reads the settings of a configured run directly.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ WHOLE_SECONDS = "a whole number of seconds from 1 to 86400 (what the kernel's ku
 
 
 def usage_error(pytester: pytest.Pytester, *args: str) -> str:
-    """Run pytest in-process; it must stop with a usage error. Returns its stderr."""
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
+    """Run pytest --kunit in-process; it must stop with a usage error. Returns its stderr."""
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--kunit", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
     return result.stderr.str()
 
@@ -141,7 +141,7 @@ def test_bad_ini_value_is_a_usage_error_naming_the_key(
 
 @pytest.mark.parametrize("key", ["kunit", "kunit_raw", "kunit_reboot_after_crash", "kunit_share_kernels"])
 def test_bad_boolean_ini_value_is_a_usage_error_naming_the_key(pytester: pytest.Pytester, key: str) -> None:
-    pytester.makeini(f"[pytest]\n{key} = maybe\n")
+    pytester.makeini(f"[pytest]\n{key} = maybe\n" + ("" if key == "kunit" else "kunit = true\n"))
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert f"ini key {key!r}" in result.stderr.str()
