@@ -18,7 +18,7 @@ from .errors import KunitWarning
 from .locking import cache_lock
 from .planning import Attributes, CaseId, Durations
 
-LIST_FORMAT = 4
+LIST_FORMAT = 5  # 5: C locations keyed by suite.case
 
 
 class CacheWarning(KunitWarning):

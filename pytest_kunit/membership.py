@@ -6,12 +6,16 @@ Kbuild keeps the answers; nothing here reads C. A suite is in a kernel when the 
 is linked into vmlinux: Kbuild's Makefiles decide that, and make evaluates them under the fragment's configuration
 (kbuildlists). A linked suite object runs the same in both kernels only if nothing it is compiled from tests a symbol
 the two configurations set differently: fixdep records in each object's .cmd file every CONFIG_ symbol its source and
-each header it includes name (`$(wildcard include/config/X)`), under `#ifdef`, `#ifndef`, `IS_ENABLED()` alike; one
-differing symbol there, and the caller builds the fragment alone. Makefiles could link into the fragment's kernel
-a suite the bigger one lacks (`ifneq`, `ifndef`, an `else`): every directory whose Kbuild file names a differing
-symbol is evaluated under both configurations, and the fragment's may list nothing the union's does not. A differing
-symbol named by the Makefiles read for every object (the top Makefile, scripts/Makefile.*, the arch Makefile:
-compiler flags such as KASAN's or GCOV's) is Unknown. Whatever cannot be told for sure raises Unknown.
+each header it includes name (`$(wildcard include/config/X)`), under `#ifdef`, `#ifndef`, `IS_ENABLED()` alike. One
+differing symbol there, and the caller builds the fragment alone, unless that object, compiled again under the
+fragment's configuration (its own command from the .cmd file), registers no suite at all: then no suite of the
+fragment's comes from it (KUnit's executor includes its own tests only with CONFIG_KUNIT_TEST).
+
+Makefiles could link into the fragment's kernel a suite the bigger one lacks (`ifneq`, `ifndef`, an `else`): every
+directory whose Kbuild file names a differing symbol is evaluated under both configurations, and the fragment's may
+list nothing the union's does not. A differing symbol named by the Makefiles read for every object (the top
+Makefile, scripts/Makefile.*, the arch Makefile: compiler flags such as KASAN's or GCOV's) is Unknown. Whatever cannot
+be told for sure raises Unknown.
 
 Names are those stored in the objects; the series' module_test() suites are renamed at boot, and
 sharing.shown_names pairs those with the printed names.
@@ -21,12 +25,14 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from .kbuildlists import MakeFailed, built_in, listings
+from .processes import ToolTimeout, run_bounded
 from .suitetable import Opaque, suite_names, thin_members
 
 
@@ -76,6 +82,7 @@ def differing(union: Mapping[str, str], alone: Mapping[str, str]) -> set[str]:
 
 _FIXDEP = re.compile(r"\$\(wildcard include/config/([A-Za-z0-9_]+)\)")
 MAKEFILES = ("Makefile", "Kbuild")
+COMPILE_TIMEOUT = 1800  # seconds to compile one object again: far above any kernel object's compile
 # Read by make for every object (compiler flags: KASAN, GCOV, debug info...): a symbol they name that the two
 # configurations set differently compiles every object otherwise.
 GLOBAL_MAKEFILES = ("Makefile", "scripts/Makefile.*", "arch/*/Makefile*")
@@ -96,6 +103,52 @@ def fixdep_symbols(build_dir: Path, path: str) -> set[str]:
     if not re.search(rf"^deps_{re.escape(path)} :=", command_file, re.MULTILINE):
         raise Unknown(f"the .cmd file of {path} records no dependencies")
     return {f"CONFIG_{name}" for name in _FIXDEP.findall(command_file)}
+
+
+def autoconf_header(config: Mapping[str, str]) -> str:
+    """include/generated/autoconf.h as Kconfig writes it: y as `CONFIG_X 1`, m as `CONFIG_X_MODULE 1`, strings quoted
+    as in .config, numbers as they are, unset symbols absent."""
+    lines = ["/* Written by pytest-kunit from a .config, as Kconfig writes it. */"]
+    for symbol, value in sorted(config.items()):
+        if value == "y":
+            lines.append(f"#define {symbol} 1")
+        elif value == "m":
+            lines.append(f"#define {symbol}_MODULE 1")
+        elif value != "n":
+            lines.append(f"#define {symbol} {value}")
+    return "\n".join(lines) + "\n"
+
+
+def compile_command(path: str, command_file: str, output: Path, header_dir: Path) -> list[str]:
+    """The object's compile command from its .cmd file, writing `output` (and its dependency file beside it) and
+    finding `<generated/autoconf.h>` in `header_dir` first; what follows the compile (objtool) is left out."""
+    line = re.search(rf"^(?:saved)?cmd_{re.escape(path)} := (.*)$", command_file, re.MULTILINE)
+    if line is None:
+        raise Unknown(f"the .cmd file of {path} has no command")
+    unescaped = re.sub(r"\$\$|\$\(pound\)", lambda match: "$" if match[0] == "$$" else "#", line[1])
+    arguments = shlex.split(unescaped.split(";")[0])
+    outputs = [index for index, argument in enumerate(arguments) if argument == "-o"]
+    if len(outputs) != 1 or arguments[outputs[0] + 1 : outputs[0] + 2] != [path]:
+        raise Unknown(f"the compile command of {path} does not write {path}")
+    arguments[outputs[0] + 1] = str(output)
+    arguments = [f"-Wp,-MMD,{output}.d" if argument.startswith("-Wp,-MMD,") else argument for argument in arguments]
+    first_option = next((index for index, argument in enumerate(arguments) if argument.startswith("-")), 0)
+    return [*arguments[:first_option], f"-I{header_dir}", *arguments[first_option:]]
+
+
+def registers_alone(build_dir: Path, path: str, scratch: Path) -> tuple[str, ...]:
+    """The suites the object registers compiled under the fragment's configuration (its autoconf.h in
+    `scratch`/include): its own compile command from its .cmd file, run again."""
+    output = scratch / "objects" / path
+    output.parent.mkdir(parents=True, exist_ok=True)
+    command = compile_command(path, _command_file(build_dir, path), output, scratch / "include")
+    try:
+        done = run_bounded(command, COMPILE_TIMEOUT, f"Compiling {path}", cwd=build_dir, text=True)
+    except ToolTimeout as error:
+        raise Unknown(error.what) from None
+    if done.returncode:
+        raise Unknown(f"{path} does not compile under the fragment's configuration: {done.stderr.strip()[-300:]}")
+    return _names(output)
 
 
 def _naming(symbols: set[str]) -> re.Pattern[str]:
@@ -197,11 +250,21 @@ def suites_alone(
     symbols = differing(union, alone)
     objects = suite_objects(build_dir)
     linked = _linked(tree, build_dir, union, alone, [item.path for item in objects], scratch)
-    kept = [item for item in objects if item.path in linked]
-    for item in kept:
+    kept = []
+    header = scratch / "include/generated/autoconf.h"
+    for item in (item for item in objects if item.path in linked):
         tested = fixdep_symbols(build_dir, item.path) & symbols
         if tested:
-            raise Unknown(_tests(item, tested))
+            # Linked in both kernels, compiled otherwise: if the fragment's own compile registers no suite (the
+            # executor without its tests), no suite of the fragment's comes from it; if it registers any, that
+            # suite's sources test a differing symbol.
+            if not header.exists():
+                header.parent.mkdir(parents=True, exist_ok=True)
+                header.write_text(autoconf_header(alone))
+            if registers_alone(build_dir, item.path, scratch):
+                raise Unknown(_tests(item, tested))
+            continue
+        kept.append(item)
     everywhere = global_mentions(tree, symbols)
     if everywhere:
         raise Unknown(

@@ -226,6 +226,24 @@ def test_a_suite_compiled_from_a_source_testing_a_differing_symbol_is_unknown(
         suites_alone(tree, build, UNION, {"CONFIG_X": "y"}, tmp_path / "s")
 
 
+def test_an_object_that_registers_a_suite_only_in_the_union_is_not_the_fragment_s(
+    tree: Path, build: Path, tmp_path: Path
+) -> None:
+    """KUnit's executor includes its own tests only with CONFIG_KUNIT_TEST: compiled under a fragment without it, the
+    object registers nothing, so none of the fragment's suites comes from it, whatever else it tests."""
+    executor = "#include <generated/autoconf.h>\nint executor;\n#ifdef CONFIG_T\n" + suites_c("etest") + "#endif\n"
+    kbuild_object(build, tree, "lib/x.o", executor, UNION)
+    lib = tree / "lib/Makefile"
+    lib.write_text(lib.read_text().replace("ifeq ($(CONFIG_X),y)\nobj-y += x.o\nendif\n", "obj-y += x.o\n"))
+    assert suites_alone(tree, build, UNION, UNION, tmp_path / "s1") == {"one", "two", "three", "etest"}
+    assert (tmp_path / "s1/objects").exists() is False  # nothing differs: nothing compiled again
+    with pytest.raises(Unknown, match=r"lib/a\.o"):  # a.o still registers one and two without T
+        suites_alone(tree, build, UNION, {"CONFIG_X": "y"}, tmp_path / "s2")
+    kbuild_object(build, tree, "lib/a.o", suites_c("one", "two"), UNION)  # now a.o tests nothing
+    assert suites_alone(tree, build, UNION, {"CONFIG_X": "y"}, tmp_path / "s3") == {"one", "two"}
+    assert (tmp_path / "s3/objects/lib/x.o").exists()
+
+
 def test_a_header_s_conditional_counts_as_the_object_s_own(tree: Path, build: Path, tmp_path: Path) -> None:
     """The rule's blind spot before: a symbol tested only in a header the suite's source includes (and a negative
     condition at that)."""
