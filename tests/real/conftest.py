@@ -6,10 +6,10 @@ on what else the user built, and a rerun finds the tier's kernels warm. A kernel
 needs it (`Tier.kernel`), with its progress lines on the terminal; the tests after it run their fragments as a user
 types them, and pytest-kunit's own reuse (reuse.py) or the same build directory serves them with no build.
 
-The kernels (KERNELS): on the packaged 6.1 tree with the series, x86_64: the framework fragment with the two
-out-of-tree suites, one shared kernel; all-tests; the debug kernel with the sanitize suite, built with GCOV for the
-coverage tests too. arm64: the framework fragment with the fault suite. UML: the same two. 6.12 (test_real_6_12.py):
-its tree's own lib/kunit/.kunitconfig.
+The kernels (KERNELS): on the packaged 6.1 tree with the series, x86_64: the framework fragment with the
+out-of-tree suites (faults, misc-example, names), one shared kernel; all-tests; the debug kernel with the sanitize
+suite, built with GCOV for the coverage tests too. arm64: the framework fragment with the fault suite. UML: the same
+two. 6.12 (test_real_6_12.py): its tree's own lib/kunit/.kunitconfig.
 """
 
 from __future__ import annotations
@@ -33,13 +33,14 @@ TIER_CACHE = TIER_HOME / "pytest-kunit"
 FRAMEWORK = "testsuites/kunit.kunitconfig"
 FAULTS = "testsuites/faults/faults.kunitconfig"
 MISC = "testsuites/misc-example/misc-example.kunitconfig"
+NAMES = "testsuites/names/names.kunitconfig"
 ALL_TESTS = "testsuites/all-tests.kunitconfig"
 DEBUG = "testsuites/kunit-debug.kunitconfig"
 SANITIZE = "testsuites/sanitize/sanitize.kunitconfig"
 
 # Each kernel: the pytest arguments that build it (a shared kernel for several fragments, or one fragment's own).
 KERNELS: dict[str, tuple[str, ...]] = {
-    "x86_64": ("--kunit-share-kernels", FRAMEWORK, FAULTS, MISC),
+    "x86_64": ("--kunit-share-kernels", FRAMEWORK, FAULTS, MISC, NAMES),
     "all-tests": (ALL_TESTS,),
     # GCOV too: one instrumented kernel serves the debug, sanitize and coverage tests, each run with --kunit-coverage.
     "debug": ("--kunit-share-kernels", f"--kunit-coverage={TIER_HOME / 'coverage'}", DEBUG, SANITIZE),

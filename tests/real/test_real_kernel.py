@@ -13,7 +13,7 @@ from pathlib import Path
 import kcidb_io
 import pytest
 
-from .conftest import ALL_TESTS, FAULTS, FRAMEWORK, MISC, Kunit
+from .conftest import ALL_TESTS, FAULTS, FRAMEWORK, MISC, NAMES, Kunit
 
 pytestmark = [pytest.mark.real, pytest.mark.xdist_group("x86_64")]
 
@@ -175,6 +175,32 @@ def test_out_of_tree_misc_example(kunit: Kunit) -> None:
     }, run.report()
     assert "misc-example.misc_example_test_failure FAILED at pytest-kunit/misc-example/example-test.c:" in run.stdout
     assert "This test never passes." in run.stdout
+
+
+SUITE = "pytest-kunit names with spaces"
+NAMED = {
+    f"{SUITE}.a case with spaces": "passed",
+    f"{SUITE}.punctuation (parens) [brackets] & more": "passed",
+    f"{SUITE}.non-ASCII naïve café": "passed",
+    f"{SUITE}.a failing case with spaces": "failure",
+    f"{SUITE}.parameters with spaces": "passed",
+}
+
+
+def test_names_with_spaces_are_collected_selected_filtered_and_reported(kunit: Kunit) -> None:
+    """What net/handshake's suite ("Handshake API tests") needs, on a suite of our own in the shared kernel: every
+    name KUnit can print is an item, selected with -k and by node id, filtered in the guest exactly, in JUnit."""
+    kunit.kernel("x86_64")
+    run = kunit.run(NAMES)
+    assert run.outcomes == NAMED, run.report()
+    assert f"{SUITE}.a failing case with spaces FAILED at pytest-kunit/names/names-test.c:" in run.stdout, run.report()
+    selected = kunit.run(NAMES, "-k", "failing")
+    assert selected.outcomes == {f"{SUITE}.a failing case with spaces": "failure"}, selected.report()
+    assert "guest boots: 1 " in selected.stdout, selected.report()
+    assert f'kunit.filter_glob="{SUITE}.a failing case with spaces"' in selected.stdout, selected.report()
+    by_id = kunit.run(f"{NAMES}::{SUITE}::non-ASCII naïve café")
+    assert by_id.outcomes == {f"{SUITE}.non-ASCII naïve café": "passed"}, by_id.report()
+    assert by_id.returncode == 0, by_id.report()
 
 
 @pytest.mark.xdist_group("all-tests")

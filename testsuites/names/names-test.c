@@ -35,8 +35,8 @@ static void names_params_pass(struct kunit *test)
 
 static struct kunit_case names_cases[] = {
 	{ .run_case = names_pass, .name = "a case with spaces" },
-	{ .run_case = names_pass, .name = "punctuation: (parens) [brackets] & more" },
-	{ .run_case = names_pass, .name = "non-ASCII: naïve café" },
+	{ .run_case = names_pass, .name = "punctuation (parens) [brackets] & more" },
+	{ .run_case = names_pass, .name = "non-ASCII naïve café" },
 	{ .run_case = names_fail, .name = "a failing case with spaces" },
 	{ .run_case = names_params_pass, .name = "parameters with spaces",
 	  .generate_params = names_params_gen_params },
