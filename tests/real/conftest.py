@@ -81,7 +81,7 @@ def junit_outcomes(junit: Path) -> dict[str, str]:
     return outcomes
 
 
-def pytest_kunit(
+def run_pytest_kunit(
     capsys: pytest.CaptureFixture[str] | None,
     junit: Path,
     *args: str,
@@ -126,7 +126,7 @@ class Tier:
         """Build (or find warm) and list the kernel `name` of KERNELS; the run of `--collect-only`."""
         if name not in self.built:
             junit = self.scratch / f"kernel-{name}.xml"
-            run = pytest_kunit(capsys, junit, "--collect-only", "-q", *KERNELS[name])
+            run = run_pytest_kunit(capsys, junit, "--collect-only", "-q", *KERNELS[name])
             assert run.returncode == 0, run.report()
             self.built[name] = run
         return self.built[name]
@@ -153,7 +153,7 @@ class Kunit:
     def run(self, *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: float = 3600) -> Run:
         self.runs += 1
         junit = self.tmp_path / f"run-{self.runs}.xml"
-        return pytest_kunit(self.capsys, junit, *args, cwd=cwd, env=tier_env(**(env or {})), timeout=timeout)
+        return run_pytest_kunit(self.capsys, junit, *args, cwd=cwd, env=tier_env(**(env or {})), timeout=timeout)
 
 
 @pytest.fixture
