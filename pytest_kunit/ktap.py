@@ -234,6 +234,9 @@ class KtapParser:
         self._listing: _Listing | None = None
         self._listed_suite: _ListedSuite | None = None
         self._list_boot = list_boot  # a kunit.action=list boot: a line naming no case is reported (Unread)
+        # Lines that named no case, held until a later line names one: after the list's last case, the kernel's own
+        # messages (`Run /init as init process`, the reboot) follow, and are no part of the list.
+        self._unread: list[Unread] = []
         self.started = False
 
     def feed(self, raw: str) -> list[Event]:
@@ -253,7 +256,7 @@ class KtapParser:
             ):
                 # What looked like `suite.case` was list_attr's line for a suite whose name holds a dot.
                 self._listing = None
-                events += self._new_listed_suite(held.line)
+                self._new_listed_suite(held.line)
             else:
                 events.append(self._listed())
 
@@ -297,7 +300,8 @@ class KtapParser:
     def finish(self) -> list[Event]:
         """The console ended: report the innermost open suite, if any, as unfinished."""
         events: list[Event] = [self._listed()] if self._listing else []
-        events += self._new_listed_suite(None)
+        self._new_listed_suite(None)
+        self._unread.clear()  # what followed the list's last case
         if len(self._stack) >= 2:
             suite = self._stack[1]
             log = [line for group in self._stack[1:] for line in group.pending]
@@ -312,14 +316,13 @@ class KtapParser:
             self._listed_suite.cases += 1
         return Listed(listing.suite, listing.case, tuple(listing.attributes.items()))
 
-    def _new_listed_suite(self, name: str | None) -> list[Event]:
+    def _new_listed_suite(self, name: str | None) -> None:
         """Open the suite a list_attr line names (None: the console ended); a suite line that no case followed in a
         list boot is reported, since a name the parser could not read would otherwise go unnoticed."""
         previous = self._listed_suite
         self._listed_suite = _ListedSuite(name) if name is not None else None
         if self._list_boot and previous is not None and not previous.cases:
-            return [Unread(previous.name)]
-        return []
+            self._unread.append(Unread(previous.name))
 
     def _top_level(self, content: str) -> list[Event]:
         """A line outside any suite: a `kunit.action=list` boot's suite, case and attribute lines, or noise."""
@@ -331,12 +334,17 @@ class KtapParser:
             return []
         listed = grammar.listed(content, suite.name if suite is not None else "")
         if listed:
-            events = self._new_listed_suite(None) if suite is not None and listed[0] != suite.name else []
+            if suite is not None and listed[0] != suite.name:
+                self._new_listed_suite(None)
+            events: list[Event] = list(self._unread)  # a case follows: what named none before it was in the list
+            self._unread = []
             inherited = dict(suite.attributes) if suite is not None and listed[0] == suite.name else {}
             self._listing = _Listing(listed[0], listed[1], inherited, content.rstrip())
             return events
         name = grammar.suite_line(content)
-        return self._new_listed_suite(name) if name is not None else []
+        if name is not None:
+            self._new_listed_suite(name)
+        return []
 
     def _version(self, indent: int) -> None:
         if not self._stack:

@@ -134,6 +134,26 @@ def test_parse_list_ignores_lines_before_ktap_and_strips_timestamps() -> None:
     assert listed(lines) == [("suite-a", "case_one"), ("suite-a", "case_two"), ("suite-b", "case.three")]
 
 
+def parsed_list_boot(lines: list[str]) -> list[ktap.Event]:
+    parser = ktap.KtapParser(list_boot=True)
+    return [event for line in lines for event in parser.feed(line)] + parser.finish()
+
+
+def test_what_follows_a_list_s_last_case_is_the_kernel_s_not_the_list_s() -> None:
+    """A kernel with an initramfs goes on after KUnit's list (`Run /init as init process`, then its reboot): no part
+    of the list, never an unread line; a line naming no case between two that do is one."""
+    head = ["KTAP version 1", "example.example_simple_test"]
+    tail = ["Run /init as init process", "reboot: Restarting system"]
+    events = parsed_list_boot([*head, "example.example_skip_test", *tail])
+    assert not [event for event in events if isinstance(event, ktap.Unread)]
+    assert [(e.suite, e.case) for e in events if isinstance(e, ktap.Listed)] == [
+        ("example", "example_simple_test"),
+        ("example", "example_skip_test"),
+    ]
+    inside = parsed_list_boot([*head, "Run /init as init process", "example.example_skip_test", *tail])
+    assert [event.line for event in inside if isinstance(event, ktap.Unread)] == ["Run /init as init process"]
+
+
 def test_parse_list_without_ktap_header_finds_nothing() -> None:
     assert listed(["example.example_simple_test"]) == []
 
