@@ -11,11 +11,12 @@ import warnings
 
 from .arch import Arch
 from .cache import load_kvm_verdict, save_kvm_verdict
+from .console import BootRecord
 from .errors import KunitWarning
 from .launch import launcher
+from .model import Settings
 from .options import Accel
-from .qemu import KVM_FIRST_OUTPUT, BootRecord, kvm_usable
-from .settings import Settings
+from .qemu import KVM_FIRST_OUTPUT, kvm_usable
 
 
 def kvm_failure(record: BootRecord) -> str:

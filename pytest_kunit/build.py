@@ -23,6 +23,7 @@ from .image import ImageCheck, ImageRecord, check_image
 from .kconfig import Fragment, check_fragment, parse_fragment
 from .locking import cache_lock
 from .makerun import Make, ProgressCallback, full_make
+from .model import BuildResult
 from .options import Wrapper
 from .processes import group
 from .tree import PreparedTree, changed_since
@@ -48,17 +49,6 @@ class BuildRequest:
     session: str = ""  # the pytest run: xdist workers of one run share it, so they build once between them
     wrapper: Wrapper = Wrapper.NONE  # not part of the build key: a wrapper only changes how objects are made
     label: str = ""  # what the build is for, in a person's words (its fragments): not part of the build key
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    image: Path
-    image_digest: str
-    build_dir: Path
-    ran_make: bool
-    seconds: float
-    log: Path
-    note: str = ""  # how it was built (link-only) and what the compiler wrapper did (ccache's hits): the "built" line
 
 
 def full_fragment(request: BuildRequest) -> Fragment:

@@ -16,7 +16,7 @@ from typing import Any
 
 from .errors import KunitWarning
 from .locking import cache_lock
-from .planning import Attributes, CaseId, Durations
+from .model import Attributes, CaseId, Durations
 
 LIST_FORMAT = 5  # 5: C locations keyed by suite.case
 

@@ -1,4 +1,5 @@
-"""A guest's console as users read it: terminal control sequences stripped, and where and when each case ran.
+"""A guest's console as users read it: terminal control sequences stripped, where and when each case ran, how the
+boot ended.
 
 The KTAP parser (ktap.py) says what each line means; this module only notes, per parsed event, the line it came
 from and the time it was printed, so a failing case's report can hold its own slice of the console and its duration.
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from . import ktap
-from .planning import CaseId
+from .model import CaseId
 
 # What firmware and the kernel send to a terminal (SeaBIOS clears the screen: ESC c, ESC[?7l, ESC[2J): CSI and OSC
 # sequences, other two-character escapes, C0 control characters but tab, C1 control characters (U+0080-U+009F, a
@@ -150,3 +151,22 @@ def printk_seconds(line: str) -> float | None:
     """The kernel's own time stamp of a console line, if it has one."""
     match = _PRINTK_TIME.match(line)
     return float(match[1]) if match else None
+
+
+@dataclass
+class BootRecord:
+    """What one boot produced: its console and how it ended."""
+
+    command: list[str]
+    console: list[str] = field(default_factory=list)
+    timed_out: bool = False
+    silent: bool = False  # killed for printing nothing (not for its deadline)
+    killed_for: str = ""  # why the runner killed the guest (silence, or its deadline); empty if it ended by itself
+    exit_status: int | None = None
+    seconds: float = 0.0
+    suite_seconds: dict[str, float] = field(default_factory=dict)  # wall time from each suite's header to its result
+    console_map: ConsoleMap = field(default_factory=ConsoleMap)  # where and when each suite and case ran
+    ktap_started: bool = False  # the console reached a KTAP/TAP version line: KUnit ran
+    stopped: bool = False  # pytest-kunit ended the guest on purpose before it finished (not the watchdog)
+    outside_signal: int | None = None  # the signal that ended the guest, when pytest-kunit did not send it
+    program: str = "QEMU"  # what ran the kernel, as reports name it

@@ -16,14 +16,16 @@ from .cache import load_durations, save_durations
 from .cachedir import trusted_cache_dir
 from .coverage_report import COVERAGE_KEY, gcovr_command, keep_counters, make_report
 from .errors import KunitError, KunitWarning
-from .items import MARKERS, KunitCase, KunitconfigFile, collects, fragment_nodeid
+from .fragments import collects
+from .items import MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
 from .kcidb import REPORT_KEY, KcidbWriter, case_run
 from .launch import launcher
+from .model import Settings
 from .planning import PlannedCase, plan_batches
 from .remote import worker_client
 from .report import junit_properties, junit_writer
 from .session import STATE, SessionState
-from .settings import Settings, given
+from .settings import given
 from .workers import is_worker, run_id, worker_count, worker_durations
 
 
@@ -47,10 +49,11 @@ def start(config: pytest.Config, settings: Settings, arch: Arch) -> None:
     except KunitError as error:
         raise pytest.UsageError(error.render()) from None
     state = config.stash[STATE] = SessionState(config, settings, arch, session=run_id(config))
-    state.remote = worker_client(config, settings.cache_dir, state.stats)
-    if state.remote is not None:
-        state.runner.decode = state.remote.decode
-        state.runner.obtain = state.remote.obtain
+    client = worker_client(config, settings.cache_dir, state.stats)
+    if client is not None:
+        state.remote = client
+        state.runner.decode = client.decode
+        state.runner.obtain = client.obtain
     if settings.kcidb is not None and not is_worker(config):
         config.pluginmanager.register(KcidbWriter(config), "kunit-kcidb")
     # xdist registers under its entry point's name when autoloaded, under its module's with `-p xdist.plugin`.

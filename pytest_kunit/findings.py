@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from . import ktap_lines as grammar
 from .console import ConsoleMap
-from .planning import CaseId
+from .model import CaseId
 
 # A report whose end never comes (the console was cut) stops here, or at the next KTAP result line.
 MAX_REPORT_LINES = 400

@@ -1,5 +1,6 @@
-"""The fragments a run collects, as the xdist controller finds them itself (it collects no items): the only ones its
-image service builds for workers, each under a token it hands out, so no worker ever names a path to the controller.
+"""The kunitconfig fragments a run collects: which files are fragments, and the ones the xdist controller finds itself
+(it collects no items), the only ones its image service builds for workers, each under a token it hands out, so no
+worker ever names a path to the controller.
 """
 
 from __future__ import annotations
@@ -10,7 +11,34 @@ from pathlib import Path
 
 import pytest
 
-from .items import collects, is_fragment
+# A fragment whose lines include this is collected only when named on the command line (suites that fail on purpose).
+MANUAL = "# pytest-kunit: manual"
+IN_TREE_NAME = ".kunitconfig"  # kunit.py's name for a subsystem's fragment: fs/ext4/.kunitconfig
+
+
+def is_fragment(path: Path) -> bool:
+    return path.name == IN_TREE_NAME or path.suffix == ".kunitconfig"
+
+
+def _named_on_command_line(config: pytest.Config, path: Path) -> bool:
+    """Whether an argument names this fragment, or the directory holding it as `.kunitconfig` (kunit.py's habit)."""
+    base = config.invocation_params.dir
+    for arg in config.args:
+        named = (base / arg.split("::")[0]).resolve()
+        if named == path.resolve() or (path.name == IN_TREE_NAME and named == path.resolve().parent):
+            return True
+    return False
+
+
+def collects(config: pytest.Config, path: Path) -> bool:
+    """Whether `path` is a kunitconfig fragment this run collects."""
+    if not is_fragment(path):
+        return False
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return False
+    return MANUAL not in text.splitlines() or _named_on_command_line(config, path)
 
 
 def fragment_name(rootpath: Path, path: Path) -> str:

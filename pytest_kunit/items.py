@@ -17,8 +17,8 @@ from .sources import location_of
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr  # a type only: pytest names it in Item.repr_failure's signature
 
+    from .model import Kernel
     from .outcomes import Outcome
-    from .runner import Kernel
     from .session import SessionState
 
 
@@ -30,40 +30,12 @@ class KunitCaseError(Exception):
         self.outcome = outcome
 
 
-# A fragment whose lines include this is collected only when named on the command line (suites that fail on purpose).
-MANUAL = "# pytest-kunit: manual"
-IN_TREE_NAME = ".kunitconfig"
 # Markers from KUnit's test attributes (6.6+): `-m "not slow"` leaves out what KUnit calls slow or very_slow.
 SLOW_MARKER = "slow"
 MARKERS = (
     f"{SLOW_MARKER}: a kernel test case KUnit marks speed: slow or very_slow",
     "kunit_module(name): the kernel module a KUnit suite belongs to",
-)  # kunit.py's name for a subsystem's fragment: fs/ext4/.kunitconfig
-
-
-def is_fragment(path: Path) -> bool:
-    return path.name == IN_TREE_NAME or path.suffix == ".kunitconfig"
-
-
-def _named_on_command_line(config: pytest.Config, path: Path) -> bool:
-    """Whether an argument names this fragment, or the directory holding it as `.kunitconfig` (kunit.py's habit)."""
-    base = config.invocation_params.dir
-    for arg in config.args:
-        named = (base / arg.split("::")[0]).resolve()
-        if named == path.resolve() or (path.name == IN_TREE_NAME and named == path.resolve().parent):
-            return True
-    return False
-
-
-def collects(config: pytest.Config, path: Path) -> bool:
-    """Whether `path` is a kunitconfig fragment this run collects."""
-    if not is_fragment(path):
-        return False
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return False
-    return MANUAL not in text.splitlines() or _named_on_command_line(config, path)
+)
 
 
 def fragment_nodeid(config: pytest.Config, path: Path) -> str | None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cache import write_atomically
 from .ktap import Status
+from .model import BuiltKernel
 
 if TYPE_CHECKING:
     import pytest
@@ -48,20 +49,6 @@ STATUSES = {
 
 
 @dataclass(frozen=True)
-class BuiltKernel:
-    """What a session knows of one fragment's kernel: its checkout and its build (sent by xdist workers as a dict)."""
-
-    key: str  # the fragment's node id
-    tree_key: str
-    tree: str  # which tree, which patches, why
-    patchset_hash: str
-    image_digest: str
-    arch: str
-    config: str  # the whole fragment built: the architecture's lines, the file's, the hooks'
-    seconds: float | None  # None when this run found the build made already
-
-
-@dataclass(frozen=True)
 class CaseRun:
     """One case's result as KCIDB takes it (sent by xdist workers as a dict, on the case's report)."""
 
@@ -76,12 +63,6 @@ class CaseRun:
     console: str  # the boot's console file, on the host that booted it
     host: str
     arch: str
-
-
-def patchset_hash(patches: Iterable[Path]) -> str:
-    """KCIDB's patchset hash: sha256 over each patch's newline-terminated sha256, in order; empty without patches."""
-    lines = "".join(hashlib.sha256(patch.read_bytes()).hexdigest() + "\n" for patch in patches)
-    return hashlib.sha256(lines.encode()).hexdigest() if lines else ""
 
 
 def fit(text: str, limit: int = EXCERPT_LIMIT) -> str:

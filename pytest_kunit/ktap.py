@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from . import ktap_lines as grammar
+from .model import Attributes
 
 _LOCATION = re.compile(r"(?:FAILED|failed) at (?P<file>[\w./+-]+):(?P<line>\d+)")
 
@@ -38,8 +39,6 @@ _LOCATION = re.compile(r"(?:FAILED|failed) at (?P<file>[\w./+-]+):(?P<line>\d+)"
 # worded alike everywhere. A case's name may hold spaces; anchored, the lazy name runs in linear time.
 _CRASHED_DIAGNOSTIC = re.compile(r"^\s*# .+?: (?:try faulted|test case crashed)\b")
 _TIMED_OUT_DIAGNOSTIC = re.compile(r"^\s*# .+?: (?:try timed out|test case timed out)\b")
-
-Attributes = tuple[tuple[str, str], ...]
 
 
 class Status(enum.Enum):

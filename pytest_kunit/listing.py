@@ -7,12 +7,12 @@ import re
 
 from . import faults, ktap
 from . import ktap_lines as grammar
+from .boot_failure import boot_failure
+from .console import BootRecord
 from .errors import BootError
-from .planning import Attributes, CaseId
-from .qemu import BootRecord
+from .model import Attributes, CaseId, Kernel
 from .recovery import killed_by
-from .report import boot_failure
-from .runner import Kernel, Runner
+from .runner import Runner
 
 # kunit_shutdown=reboot (QEMU) or halt (UML): the executor's last act, printed by kernel_restart() or kernel_halt()
 # (a panic reboots or aborts without it); machine_restart() may add a `reboot: machine restart` line after it.

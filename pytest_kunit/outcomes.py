@@ -9,9 +9,9 @@ from pathlib import Path
 
 from . import faults, ktap
 from .blame import OutsideReport, blame
+from .console import BootRecord
 from .findings import Finding, find_reports, place
-from .planning import CaseId
-from .qemu import BootRecord
+from .model import CaseId
 
 # A crash report decoded against one kernel's build: here, or where that kernel was built (remote.py).
 Decode = Callable[[tuple[str, ...]], tuple[str, ...]]

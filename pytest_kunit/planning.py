@@ -10,10 +10,9 @@ import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .model import Attributes, CaseId
 from .options import Isolate
 
-CaseId = tuple[str, str]  # (suite, case)
-Durations = dict[str, dict[str, float]]  # kernel key -> suite -> seconds
 # A suite never timed before is assumed to take this long per case (TCG runs a typical case in tens of ms).
 ESTIMATED_CASE_SECONDS = 0.05
 # x86 and arm64 keep 2048 bytes of command line; leave room for the arguments the runner always passes.
@@ -78,7 +77,6 @@ def plan_batches(
     return plan
 
 
-Attributes = tuple[tuple[str, str], ...]
 NOT_SLOW = "speed>slow"  # kunit.filter (6.6+) keeping only the cases that are not slow
 
 

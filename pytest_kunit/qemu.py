@@ -8,13 +8,13 @@ import os
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from . import faults, ktap
 from .arch import Arch
-from .console import BoundedConsole, ConsoleMap, console_line
+from .console import BootRecord, BoundedConsole, console_line
 from .errors import BootError
 from .launch import launcher
 from .processes import kill_group
@@ -62,25 +62,6 @@ class BootRequest:
     deadline_source: str = ""  # where the deadline came from, for the message when it kills a guest
     edit_command: Callable[[list[str]], None] | None = None  # a last edit of the QEMU command, in place
     initrd: Path | None = None
-
-
-@dataclass
-class BootRecord:
-    """What one boot produced: its console and how it ended."""
-
-    command: list[str]
-    console: list[str] = field(default_factory=list)
-    timed_out: bool = False
-    silent: bool = False  # killed for printing nothing (not for its deadline)
-    killed_for: str = ""  # why the runner killed the guest (silence, or its deadline); empty if it ended by itself
-    exit_status: int | None = None
-    seconds: float = 0.0
-    suite_seconds: dict[str, float] = field(default_factory=dict)  # wall time from each suite's header to its result
-    console_map: ConsoleMap = field(default_factory=ConsoleMap)  # where and when each suite and case ran
-    ktap_started: bool = False  # the console reached a KTAP/TAP version line: KUnit ran
-    stopped: bool = False  # pytest-kunit ended the guest on purpose before it finished (not the watchdog)
-    outside_signal: int | None = None  # the signal that ended the guest, when pytest-kunit did not send it
-    program: str = "QEMU"  # what ran the kernel, as reports name it
 
 
 _LIVE: weakref.WeakSet[pexpect.spawn[str]] = weakref.WeakSet()

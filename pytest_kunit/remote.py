@@ -18,23 +18,21 @@ from typing import TYPE_CHECKING, Any
 
 import execnet
 
-from .build import BuildResult
 from .cache import CaseList, case_list_data, case_list_from, load_case_list
 from .errors import KunitError
 from .fragments import FragmentTable, fragment_name
 from .image import ImageRecord, check_image, file_digest
 from .initramfs import initramfs
 from .locking import cache_lock
-from .runner import Kernel
+from .model import BuildResult, Kernel, TreeFeatures
 from .sources import case_locations
-from .tree import TreeFeatures
 from .workers import workerinput
 
 if TYPE_CHECKING:
     import pytest
 
     from .arch import Arch
-    from .runner import Stats
+    from .model import Stats
     from .session import SessionState
 
 SERVICE_KEY = "kunit_service"  # workerinput: the channel to the controller's ImageService

@@ -21,13 +21,13 @@ from .build import RECORD, BuildRecord, BuildRequest, build_dir_of, completed_co
 from .errors import BuildError, ConfigError
 from .kconfig import parse_fragment, read_dotconfig
 from .membership import unrepresentable
+from .model import Kernel
 from .overlay import suite_dir_for
 from .progress import Progress
-from .runner import Kernel
 from .sharing import own_suites, shown_path
 
 if TYPE_CHECKING:
-    from .session import SessionState, TreeChoice
+    from .builder import KernelBuilder, TreeChoice
 
 
 def candidates(request: BuildRequest) -> list[tuple[Path, BuildRecord]]:
@@ -47,7 +47,7 @@ def candidates(request: BuildRequest) -> list[tuple[Path, BuildRecord]]:
 class Reuse:
     """One session's look for kernels that serve its fragments."""
 
-    def __init__(self, state: SessionState) -> None:
+    def __init__(self, state: KernelBuilder) -> None:
         self.state = state
 
     def kernel(self, path: Path, key: str, request: BuildRequest, choice: TreeChoice) -> Kernel | None:

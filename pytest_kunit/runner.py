@@ -7,32 +7,23 @@ import functools
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import faults, initramfs, ktap, recovery
 from .accel import Accelerator, kvm_failure
-from .arch import Arch
 from .blame import OutsideReports
-from .build import BuildResult
+from .boot_failure import boot_failure
+from .console import BootRecord
 from .coverage_report import save_boot
 from .decode import decode_stacktrace
 from .errors import KunitError
+from .model import CaseId, Kernel, Settings, Stats
 from .outcomes import Outcome, case_outcomes
-from .planning import (
-    Attributes,
-    BootFilter,
-    CaseId,
-    PlannedCase,
-    executed_cases,
-    list_filter,
-    single_case_filters,
-    single_glob_filters,
-)
+from .planning import BootFilter, PlannedCase, executed_cases, list_filter, single_case_filters, single_glob_filters
 from .qemu import (
     BOOT_ALLOWANCE,
     KVM_FIRST_OUTPUT,
-    BootRecord,
     BootRequest,
     boot,
     boot_deadline,
@@ -40,27 +31,6 @@ from .qemu import (
     watchdog_seconds,
 )
 from .recovery import Action, Cause, Decision, Stop, outside_kill_error
-from .report import boot_failure
-from .settings import Settings
-from .tree import TreeFeatures
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """One built image and the cases it holds, in the order the kernel runs them."""
-
-    key: str  # the kunitconfig file's node id: batches never mix kernels
-    build: BuildResult
-    arch: Arch
-    features: TreeFeatures
-    tree: Path
-    cases: tuple[CaseId, ...]
-    attributes: Mapping[CaseId, Attributes] = field(default_factory=dict)  # from a kunit.action=list_attr boot
-    boot_args: tuple[str, ...] = ()  # on every boot of this image (its sanitizers' own, its /init's)
-    initrd: Path | None = None  # the initramfs whose /init runs after KUnit (initramfs.py)
-    # The suites this fragment holds when its image is a kernel shared with other fragments (sharing.py): only these
-    # are collected, and every boot's filter leaves the others out. None: every suite of the image is its own.
-    suites: frozenset[str] | None = None
 
 
 def decode_locally(kernel: Kernel, lines: tuple[str, ...]) -> tuple[str, ...]:
@@ -78,28 +48,6 @@ class BootEdits:
 
     kernel_args: Callable[[Kernel, list[str]], None] = _unchanged
     qemu_command: Callable[[Kernel, list[str]], None] = _unchanged
-
-
-@dataclass
-class Stats:
-    builds: int = 0
-    build_seconds: float = 0.0
-    boots: int = 0
-    boot_seconds: float = 0.0
-    reruns: int = 0  # cases run again in a fresh guest after an earlier crash or a signal from outside
-    fetches: int = 0  # kernel images fetched from the xdist controller (remote.py)
-    fetched_bytes: int = 0
-    filters: list[str] = field(default_factory=list)
-
-    def merge(self, other: Mapping[str, float]) -> None:
-        """Add a worker's figures (its `asdict` without the filters, as sent through xdist's workeroutput)."""
-        self.builds += int(other.get("builds", 0))
-        self.build_seconds += other.get("build_seconds", 0.0)
-        self.boots += int(other.get("boots", 0))
-        self.boot_seconds += other.get("boot_seconds", 0.0)
-        self.reruns += int(other.get("reruns", 0))
-        self.fetches += int(other.get("fetches", 0))
-        self.fetched_bytes += int(other.get("fetched_bytes", 0))
 
 
 class Runner:

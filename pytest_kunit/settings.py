@@ -11,39 +11,17 @@ import math
 import os
 import re
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .options import COVERAGE_DIR, MAX_CASE_TIMEOUT, OPTIONS, Accel, Isolate, Wrapper
 
+if TYPE_CHECKING:
+    from .model import Settings
+
 _KINDS = {option.name: option.kind for option in OPTIONS}
-
-
-@dataclass(frozen=True)
-class Settings:
-    enabled: bool
-    kernel_src: Path | None  # None: the tree each fragment lies in, else the packaged tarball
-    patch_dirs: tuple[Path, ...] | None  # None: the default series on the packaged tarball, nothing elsewhere
-    cache_dir: Path
-    jobs: int
-    timeout: int
-    boot_timeout: float | None  # None: derived for each boot from its number of cases
-    accel: Accel
-    raw: bool
-    isolate: Isolate
-    reboot_after_crash: bool
-    qemu: str | None
-    arch: str
-    wrapper: Wrapper = Wrapper.AUTO
-    sanitize: tuple[str, ...] = ()  # names from sanitizers.py, in its order
-    kcidb: Path | None = None  # where to write the KCIDB report; None: no report
-    kcidb_origin: str = "pytest_kunit"
-    coverage: Path | None = None  # where the coverage report goes; None: no coverage
-    share_kernels: bool = False  # one union kernel per tree for the run's fragments (sharing.py)
-    reuse_kernels: bool = True  # a kernel built before serves a fragment it provably covers (reuse.py)
 
 
 def _overridden(config: pytest.Config, name: str) -> bool:
@@ -212,6 +190,8 @@ def _cache_default() -> Path:
 
 def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Settings:
     """The settings; `arches` names the architectures there are (default: arch.py's table)."""
+    from .model import Settings  # here, not at the top: a run without --kunit resolves nothing
+
     if arches is None:
         from .arch import ARCHES
 

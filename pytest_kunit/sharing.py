@@ -27,12 +27,12 @@ from .cache import write_atomically
 from .errors import BuildError, ConfigError
 from .fragments import fragments_in_run
 from .kconfig import Fragment, parse_fragment, read_dotconfig
+from .model import Kernel
 from .overlay import suite_dir_for
 from .progress import Progress
-from .runner import Kernel
 
 if TYPE_CHECKING:
-    from .session import SessionState
+    from .builder import KernelBuilder
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def superset(configs: Iterable[Mapping[str, str]]) -> str:
 class Sharing:
     """One session's shared kernels: which fragments share, each union built once, each member's own suites."""
 
-    def __init__(self, state: SessionState) -> None:
+    def __init__(self, state: KernelBuilder) -> None:
         self.state = state
         self._groups: dict[Path, Group] | None = None
         self._unions: dict[Group, Kernel | None] = {}
@@ -208,7 +208,7 @@ class Sharing:
         return own_suites(self.state, path, union, f"the kernel shared by {self._describe(group)}")
 
 
-def own_suites(state: SessionState, path: Path, kernel: Kernel, described: str) -> set[str] | None:
+def own_suites(state: KernelBuilder, path: Path, kernel: Kernel, described: str) -> set[str] | None:
     """The suites `path`'s own kernel would hold, read from `kernel`'s build (a kernel configured for more), by the
     names the kernel prints, when `kernel` provably runs them as `path`'s own would (membership.py); kept in the
     cache for the next run. None (said why) if not."""

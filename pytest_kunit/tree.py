@@ -8,12 +8,13 @@ import re
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import TreeError
 from .locking import cache_lock
+from .model import TreeFeatures
 from .processes import ToolTimeout, run_bounded
 
 READY_MARK = ".pytest-kunit-ready"
@@ -23,15 +24,6 @@ TOOL_TIMEOUT = 3600
 # What no build reads, left out of the walk: git's store, and pytest's cache, which a run from inside the tree writes
 # at its end (every run: that would leave a tree that never stays unchanged).
 UNREAD = (".git", ".pytest_cache")
-
-
-@dataclass(frozen=True)
-class TreeFeatures:
-    """What the runner can ask of this tree's KUnit (our series adds these to 6.1)."""
-
-    filter_list: bool  # kunit.filter_glob takes a comma-separated list of globs
-    case_timeout: bool  # kunit.timeout=SECONDS sets the per-case timeout
-    attributes: bool = False  # test attributes (6.6+): kunit.action=list_attr and kunit.filter
 
 
 @dataclass(frozen=True)
@@ -71,6 +63,12 @@ def patch_series(patch_dirs: tuple[Path, ...]) -> Series:
 def patch_files(patch_dirs: tuple[Path, ...]) -> list[Path]:
     """The series to apply, in order, cover letters left out."""
     return list(patch_series(patch_dirs).patches)
+
+
+def patchset_hash(patches: Iterable[Path]) -> str:
+    """KCIDB's patchset hash: sha256 over each patch's newline-terminated sha256, in order; empty without patches."""
+    lines = "".join(hashlib.sha256(patch.read_bytes()).hexdigest() + "\n" for patch in patches)
+    return hashlib.sha256(lines.encode()).hexdigest() if lines else ""
 
 
 def patch_changes(text: bytes) -> bytes:

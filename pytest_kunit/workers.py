@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from .planning import Durations
+from .model import Durations
 
 DURATIONS_KEY = "kunit_durations"
 

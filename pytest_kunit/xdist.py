@@ -14,8 +14,8 @@ from .blame import OUTSIDE_KEY
 from .cache import load_durations
 from .coverage_report import COVERAGE_KEY
 from .fragments import find_fragments
-from .kcidb import BuiltKernel
-from .planning import Durations, case_from_nodeid, plan_batches
+from .model import BuiltKernel, Durations
+from .planning import case_from_nodeid, plan_batches
 from .remote import CACHE_ID_KEY, FRAGMENTS_KEY, SERVICE_KEY, ImageService, cache_id
 from .session import STATE
 from .workers import DURATIONS_KEY

@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_kunit.model import CaseId
 from pytest_kunit.planning import (
     BootFilter,
-    CaseId,
     case_glob,
     executed_cases,
     list_filter,

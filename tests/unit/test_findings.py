@@ -8,11 +8,10 @@ import pytest
 
 from pytest_kunit import ktap
 from pytest_kunit.blame import blame, without_reports
-from pytest_kunit.console import ConsoleMap
+from pytest_kunit.console import BootRecord, ConsoleMap
 from pytest_kunit.findings import Finding, find_reports, place
 from pytest_kunit.ktap import Status
 from pytest_kunit.outcomes import case_outcomes
-from pytest_kunit.qemu import BootRecord
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SYNTHETIC = DATA / "synthetic-sanitizer-reports-6.1.log"

@@ -13,13 +13,11 @@ import execnet
 import pytest
 
 from pytest_kunit import remote
-from pytest_kunit.build import BuildResult
 from pytest_kunit.errors import KunitError
 from pytest_kunit.fragments import FragmentTable
+from pytest_kunit.model import BuildResult, Kernel, Stats, TreeFeatures
 from pytest_kunit.remote import WAITING, ImageClient, ImageService
-from pytest_kunit.runner import Kernel, Stats
 from pytest_kunit.session import SessionState
-from pytest_kunit.tree import TreeFeatures
 
 SECRET = "TOP-SECRET-do-not-send"
 

@@ -13,15 +13,8 @@ import pytest
 from pytest_kunit import processes
 from pytest_kunit import tree as tree_module
 from pytest_kunit.errors import TreeError
-from pytest_kunit.tree import (
-    TreeFeatures,
-    apply_patches,
-    changed_since,
-    detect_features,
-    patch_changes,
-    patch_files,
-    patch_series,
-)
+from pytest_kunit.model import TreeFeatures
+from pytest_kunit.tree import apply_patches, changed_since, detect_features, patch_changes, patch_files, patch_series
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
