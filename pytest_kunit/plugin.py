@@ -10,7 +10,8 @@ import types
 
 import pytest
 
-from . import options, settings
+from . import options
+from .face import settings
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -40,11 +41,15 @@ def pytest_configure(config: pytest.Config) -> None:
     resolved = settings.resolve(config, arches)
     # Through sys.modules, not the package's attribute: a pytest run in-process after another (pytester) has
     # had its modules removed, and must not mix the earlier run's modules with fresh ones. For the same reason
-    # the package forgets those removed modules, which `from . import ktap` would otherwise still find.
-    package = sys.modules[__package__]
-    for name, value in list(vars(package).items()):
-        if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is not value:
-            delattr(package, name)
-    enabled = importlib.import_module(f"{__package__}.enabled")
+    # each package still loaded forgets those removed modules, which `from ..console import ktap` would otherwise
+    # still find.
+    prefix = f"{__package__}."
+    for package_name, package in list(sys.modules.items()):
+        if package_name != __package__ and not (package_name.startswith(prefix) and hasattr(package, "__path__")):
+            continue
+        for name, value in list(vars(package).items()):
+            if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is not value:
+                delattr(package, name)
+    enabled = importlib.import_module(f"{__package__}.face.enabled")
     enabled.start(config, resolved, arches[resolved.arch])
     config.pluginmanager.register(enabled, "kunit-session")

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit import faults
 from pytest_kunit.arch import ARCHES, Arch
+from pytest_kunit.console import faults
 from pytest_kunit.errors import BootError
-from pytest_kunit.launch import QemuLauncher
-from pytest_kunit.qemu import BootRequest, command_line, kernel_command_line
+from pytest_kunit.guest.launch import QemuLauncher
+from pytest_kunit.guest.qemu import BootRequest, command_line, kernel_command_line
 
 ARM64 = ARCHES["arm64"]
 

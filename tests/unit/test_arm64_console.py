@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_kunit import faults, ktap
-from pytest_kunit.findings import find_reports
-from pytest_kunit.ktap import CaseResult, Status
+from pytest_kunit.console import faults, ktap
+from pytest_kunit.console.ktap import CaseResult, Status
+from pytest_kunit.findings.findings import find_reports
 
 RECORDED = Path(__file__).resolve().parent.parent / "data" / "kunit-6.1.192-arm64.log"
 CRASHING_TRY = ("kunit-try-catch-test", "kunit_test_try_catch_crashing_try_does_catch")

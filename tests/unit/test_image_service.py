@@ -12,12 +12,12 @@ from typing import Any, cast
 import execnet
 import pytest
 
-from pytest_kunit import remote
 from pytest_kunit.errors import KunitError
-from pytest_kunit.fragments import FragmentTable
+from pytest_kunit.fragments.fragments import FragmentTable
+from pytest_kunit.fragments.session import SessionState
 from pytest_kunit.model import BuildResult, Kernel, Stats, TreeFeatures
-from pytest_kunit.remote import WAITING, ImageClient, ImageService
-from pytest_kunit.session import SessionState
+from pytest_kunit.scaleout import remote
+from pytest_kunit.scaleout.remote import WAITING, ImageClient, ImageService
 
 SECRET = "TOP-SECRET-do-not-send"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit import faults, ktap
-from pytest_kunit.ktap import (
+from pytest_kunit.console import faults, ktap
+from pytest_kunit.console.ktap import (
     CaseResult,
     KtapStarted,
     Location,

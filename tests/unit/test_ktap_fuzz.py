@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_kunit import faults, ktap
+from pytest_kunit.console import faults, ktap
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 CONSOLES = [(DATA / path.name).read_text(errors="replace").splitlines() for path in sorted(DATA.glob("*.log"))]

@@ -10,8 +10,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_kunit import ktap
-from pytest_kunit.ktap import CaseResult, Listed, Status, Unread
+from pytest_kunit.console import ktap
+from pytest_kunit.console.ktap import CaseResult, Listed, Status, Unread
 
 P, F, C = Status.PASSED, Status.FAILED, Status.CRASHED
 

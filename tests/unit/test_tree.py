@@ -10,11 +10,18 @@ from typing import Any
 
 import pytest
 
-from pytest_kunit import processes
-from pytest_kunit import tree as tree_module
 from pytest_kunit.errors import TreeError
+from pytest_kunit.host import processes
+from pytest_kunit.kernel import tree as tree_module
+from pytest_kunit.kernel.tree import (
+    apply_patches,
+    changed_since,
+    detect_features,
+    patch_changes,
+    patch_files,
+    patch_series,
+)
 from pytest_kunit.model import TreeFeatures
-from pytest_kunit.tree import apply_patches, changed_since, detect_features, patch_changes, patch_files, patch_series
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
