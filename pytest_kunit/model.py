@@ -103,7 +103,7 @@ class Stats:
     boots: int = 0
     boot_seconds: float = 0.0
     reruns: int = 0  # cases run again in a fresh guest after an earlier crash or a signal from outside
-    fetches: int = 0  # kernel images fetched from the xdist controller (remote.py)
+    fetches: int = 0  # kernel images fetched from the xdist controller (image_service.py)
     fetched_bytes: int = 0
     filters: list[str] = field(default_factory=list)
 

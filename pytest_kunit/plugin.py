@@ -1,6 +1,6 @@
 """pytest-kunit's entry point (`pytest11`): its options and hook specifications, and at configure time, with --kunit
-only, the session's own hooks (enabled.py). A pytest run without --kunit imports, checks, prints and runs nothing else
-of it: not even its other settings are read, so a project's stray kunit_* ini key cannot fail an ordinary run."""
+only, the session's own hooks (face/hooks.py). A pytest run without --kunit imports, checks, prints and runs nothing
+else of it: not even its other settings are read, so a project's stray kunit_* ini key cannot fail an ordinary run."""
 
 from __future__ import annotations
 
@@ -50,6 +50,6 @@ def pytest_configure(config: pytest.Config) -> None:
         for name, value in list(vars(package).items()):
             if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is not value:
                 delattr(package, name)
-    enabled = importlib.import_module(f"{__package__}.face.enabled")
-    enabled.start(config, resolved, arches[resolved.arch])
-    config.pluginmanager.register(enabled, "kunit-session")
+    hooks = importlib.import_module(f"{__package__}.face.hooks")
+    hooks.start(config, resolved, arches[resolved.arch])
+    config.pluginmanager.register(hooks, "kunit-session")

@@ -19,7 +19,7 @@ from ..model import BuiltKernel
 if TYPE_CHECKING:
     import pytest
 
-    from .items import KunitCase
+    from .nodes import KunitCase
 
 # The oldest v5 schema that holds every field written here: any KCIDB of major version 5 takes it.
 VERSION = {"major": 5, "minor": 0}
@@ -129,7 +129,7 @@ def _path_part(name: str) -> str:
     return _PATH_PART.sub("_", name) or "_"
 
 
-def _digest(text: str) -> str:
+def _nodeid_digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -164,7 +164,7 @@ def document(origin: str, run_id: str, kernels: Iterable[BuiltKernel], runs: Ite
     tests = []
     for run in runs:
         test: dict[str, Any] = {
-            "id": f"{origin}:{run_id}-{_digest(run.nodeid)}",
+            "id": f"{origin}:{run_id}-{_nodeid_digest(run.nodeid)}",
             "build_id": f"{origin}:{run.image_digest}",
             "origin": origin,
             "path": f"kunit.{_path_part(run.suite)}.{_path_part(run.case)}",
@@ -197,7 +197,7 @@ class KcidbWriter:
             self.runs.append(CaseRun(**fields))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        from ..fragments.session import STATE
+        from ..fragments.pipeline import STATE
 
         state = session.config.stash[STATE]
         settings = state.settings

@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..console import faults
+from ..console import oops
 from ..console.ktap import CaseResult, Status
-from ..findings.blame import reports_text
+from ..findings.sanitizer_verdicts import reports_text
 
 if TYPE_CHECKING:
     from ..findings.outcomes import Outcome
@@ -55,7 +55,7 @@ def render_failure(outcome: Outcome) -> str:
     diagnostics = list(result.diagnostics)
     if crash_report:
         # The decoded crash report below replaces the raw one the diagnostics hold: the oops is shown once.
-        diagnostics = diagnostics[: len(diagnostics) - len(faults.fault_lines(diagnostics))]
+        diagnostics = diagnostics[: len(diagnostics) - len(oops.fault_lines(diagnostics))]
     if diagnostics:
         parts.append("\n".join(diagnostics))
     if crash_report:

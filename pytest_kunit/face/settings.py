@@ -207,7 +207,7 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
             config,
             "kunit_kernel_src",
             None,
-            # The controller checked it; a worker on another host may have no kernel source at all (remote.py).
+            # The controller checked it; a worker on another host may have no kernel source at all (image_service.py).
             _resolved_path if hasattr(config, "workerinput") else _existing_path,
             "an existing kernel tarball or directory",
         ),

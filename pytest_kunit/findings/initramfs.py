@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import KunitError, KunitWarning
 from ..kernel.kconfig import read_dotconfig
-from .blame import OutsideReport
+from .sanitizer_verdicts import OutsideReport
 
 # What /init needs of the kernel: an initramfs, a script interpreter and busybox's ELF, and debugfs for both jobs.
 KCONFIG = (

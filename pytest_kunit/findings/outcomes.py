@@ -1,5 +1,6 @@
 """Each case's outcome from a boot's console: its own result line, failed by any sanitizer report printed while it ran
-(blame.py), with crash reports decoded against the kernel's build (decode.py); and the reports no case owns."""
+(sanitizer_verdicts.py), with crash reports decoded against the kernel's build (decode.py); and the reports no case
+owns."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..console import faults, ktap
-from ..console.console import BootRecord
+from ..console import ktap, oops
+from ..console.transcript import BootRecord
 from ..model import CaseId
-from .blame import OutsideReport, blame
-from .findings import Finding, find_reports, place
+from .sanitizer_reports import Finding, find_reports, place
+from .sanitizer_verdicts import OutsideReport, blame
 
-# A crash report decoded against one kernel's build: here, or where that kernel was built (remote.py).
+# A crash report decoded against one kernel's build: here, or where that kernel was built (image_service.py).
 Decode = Callable[[tuple[str, ...]], tuple[str, ...]]
 
 
@@ -73,7 +74,7 @@ def case_outcomes(
         # Only a case that crashed or timed out needs its crash report decoded (some passing cases oops on purpose;
         # a failed one shows its own diagnostics).
         failed = result.status in (ktap.Status.CRASHED, ktap.Status.TIMED_OUT)
-        crash_report = decode(tuple(faults.fault_lines(result.diagnostics))) if failed else ()
+        crash_report = decode(tuple(oops.fault_lines(result.diagnostics))) if failed else ()
         outcomes[case] = Outcome(
             result,
             console,

@@ -20,11 +20,11 @@ from ..guest.runner import BootEdits, Runner
 from ..host.cache import CaseList, load_case_list, save_case_list
 from ..host.locking import cache_lock
 from ..host.progress import Progress
-from ..kbuild.sources import case_locations
+from ..kbuild.case_locations import case_locations
 from ..kbuild.suitetable import case_list_digest
 from ..kernel.build import BuildRequest, build, full_fragment
 from ..kernel.kconfig import Fragment, parse_fragment, read_fragment
-from ..kernel.overlay import install, suite_dir_for
+from ..kernel.out_of_tree import install, suite_dir_for
 from ..kernel.tree import PreparedTree, enclosing_tree, patch_series, patchset_hash, prepare
 from ..model import BuiltKernel, Kernel, Settings, Stats
 from ..options import default_patch_dirs

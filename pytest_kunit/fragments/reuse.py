@@ -22,7 +22,7 @@ from ..kbuild import membership
 from ..kbuild.membership import unrepresentable
 from ..kernel.build import RECORD, BuildRecord, BuildRequest, build_dir_of, completed_config
 from ..kernel.kconfig import parse_fragment, read_dotconfig
-from ..kernel.overlay import suite_dir_for
+from ..kernel.out_of_tree import suite_dir_for
 from ..model import Kernel
 from .sharing import own_suites, shown_path
 

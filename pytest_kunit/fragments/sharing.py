@@ -27,9 +27,9 @@ from ..host.progress import Progress
 from ..kbuild import membership
 from ..kernel.build import completed_config
 from ..kernel.kconfig import Fragment, parse_fragment, read_dotconfig
-from ..kernel.overlay import suite_dir_for
+from ..kernel.out_of_tree import suite_dir_for
 from ..model import Kernel
-from .fragments import fragments_in_run
+from .files import fragments_in_run
 
 if TYPE_CHECKING:
     from .builder import KernelBuilder

@@ -10,13 +10,13 @@ import time
 import warnings
 
 from ..arch import Arch
-from ..console.console import BootRecord
+from ..console.transcript import BootRecord
 from ..errors import KunitWarning
 from ..host.cache import load_kvm_verdict, save_kvm_verdict
 from ..model import Settings
 from ..options import Accel
+from .boot import KVM_FIRST_OUTPUT, kvm_usable
 from .launch import launcher
-from .qemu import KVM_FIRST_OUTPUT, kvm_usable
 
 
 def kvm_failure(record: BootRecord) -> str:

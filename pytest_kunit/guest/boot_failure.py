@@ -6,8 +6,8 @@ import re
 import shlex
 from pathlib import Path
 
-from ..console import faults
-from ..console.console import BootRecord
+from ..console import oops
+from ..console.transcript import BootRecord
 from ..errors import BootError
 from .recovery import killed_by
 
@@ -45,7 +45,7 @@ def boot_failure(record: BootRecord) -> BootError:
     if failed is not None:
         return failed
     tail = "\n".join(record.console[-25:])
-    if any(faults.is_panic(line) for line in record.console):
+    if any(oops.is_panic(line) for line in record.console):
         what = "The kernel panicked before KUnit started."
     elif record.timed_out:
         what = f"Before KUnit started, {record.killed_for or 'the guest printed nothing for too long and was killed'}."

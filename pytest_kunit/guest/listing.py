@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from ..console import faults, ktap
+from ..console import ktap, oops
 from ..console import ktap_lines as grammar
-from ..console.console import BootRecord
+from ..console.transcript import BootRecord
 from ..errors import BootError
 from ..model import Attributes, CaseId, Kernel
 from .boot_failure import boot_failure
@@ -30,7 +30,7 @@ def reached_end(record: BootRecord) -> bool:
     if not record.ktap_started or record.timed_out or record.exit_status != 0:
         return False
     lines = [grammar.clean(line).strip() for line in record.console]
-    if any(faults.is_panic(line) for line in lines):
+    if any(oops.is_panic(line) for line in lines):
         return False
     tail = [line for line in lines if line]
     while tail and tail[-1].startswith(_REBOOT_LINE) and not _REBOOT.match(tail[-1]):

@@ -17,7 +17,7 @@ import signal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..console import faults
+from ..console import oops
 from ..console.ktap import CaseResult, Status
 from ..errors import BootError
 
@@ -102,11 +102,11 @@ def earlier_crash(results: Iterable[CaseResult], before: Sequence[str]) -> str:
     """What crashed in a guest before its case in flight began: a case (reported crashed, or whose log holds an
     oops) or, outside any case, the kernel; "" when nothing did. `before` is the console up to that case's start."""
     for result in results:
-        report = faults.fault_lines(result.diagnostics)
+        report = oops.fault_lines(result.diagnostics)
         if result.status is Status.CRASHED or report:
             first = f": {report[0].strip()}" if report else ""
             return f"{result.suite}.{result.case} had crashed{first}"
-    report = faults.fault_lines(before)
+    report = oops.fault_lines(before)
     return f"the kernel had crashed: {report[0].strip()}" if report else ""
 
 

@@ -10,20 +10,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..console import faults, ktap
-from ..console.console import BootRecord
+from ..console import ktap, oops
 from ..console.decode import decode_stacktrace
+from ..console.transcript import BootRecord
 from ..errors import KunitError
 from ..findings import initramfs
-from ..findings.blame import OutsideReports
 from ..findings.coverage_report import save_boot
 from ..findings.outcomes import Outcome, case_outcomes
+from ..findings.sanitizer_verdicts import OutsideReports
 from ..model import CaseId, Kernel, Settings, Stats
 from . import recovery
 from .accel import Accelerator, kvm_failure
-from .boot_failure import boot_failure
-from .planning import BootFilter, PlannedCase, executed_cases, list_filter, single_case_filters, single_glob_filters
-from .qemu import (
+from .boot import (
     BOOT_ALLOWANCE,
     KVM_FIRST_OUTPUT,
     BootRequest,
@@ -32,6 +30,8 @@ from .qemu import (
     kernel_command_line,
     watchdog_seconds,
 )
+from .boot_failure import boot_failure
+from .planning import BootFilter, PlannedCase, executed_cases, list_filter, single_case_filters, single_glob_filters
 from .recovery import Action, Cause, Decision, Stop, outside_kill_error
 
 
@@ -76,10 +76,11 @@ class Runner:
         self.unbootable: dict[str, tuple[Path, str]] = {}  # a boot that never reached KUnit: its console and why
         self.accel = Accelerator(settings)
         self.outside = OutsideReports()  # sanitizer reports printed while no case ran
-        # Where crash reports are decoded: here, or (remote.py) on the host that built the kernel and has its tree.
+        # Where crash reports are decoded: here, or (image_service.py) on the host that built the kernel and has its
+        # tree.
         self.decode: Callable[[Kernel, tuple[str, ...]], tuple[str, ...]] = decode_locally
-        # What puts a kernel's image in place before it boots: it is there already, or (remote.py) it is fetched from
-        # the xdist controller, so that an image travels only to a host that boots it.
+        # What puts a kernel's image in place before it boots: it is there already, or (image_service.py) it is fetched
+        # from the xdist controller, so that an image travels only to a host that boots it.
         self.obtain: Callable[[Kernel], None] = lambda kernel: None
         self.coverage_runs: Path | None = None  # where each boot's GCOV counters go, with --kunit-coverage
         self.coverage_boots: list[str] = []  # the boots whose counters were kept (this process's; a controller's too)
@@ -270,7 +271,7 @@ class Runner:
         stop = Stop(
             recovery.cause_of(record.timed_out, record.outside_signal),
             str(console),
-            evidence=tuple(faults.fault_lines(log)),
+            evidence=tuple(oops.fault_lines(log)),
             earlier_crash=recovery.earlier_crash(results, before),
             signal=record.outside_signal,
             program=record.program,

@@ -242,8 +242,9 @@ def suites_alone(
     tree: Path, build_dir: Path, union: Mapping[str, str], alone: Mapping[str, str], scratch: Path
 ) -> set[str]:
     """The suite names a kernel configured as `alone` would hold, read from the union build (configured as `union`),
-    which runs them as that kernel would. Configs are dicts CONFIG_X -> value as pytest_kunit.kconfig.read_dotconfig
-    returns (unset symbols absent). `scratch`: a directory it may write (make's driver files). Raises Unknown."""
+    which runs them as that kernel would. Configs are dicts CONFIG_X -> value as
+    pytest_kunit.kernel.kconfig.read_dotconfig returns (unset symbols absent). `scratch`: a directory it may write
+    (make's driver files). Raises Unknown."""
     wrong = unrepresentable(union, alone)
     if wrong:
         raise Unknown(f"the union kernel cannot stand for this configuration: {', '.join(wrong[:5])}")

@@ -56,7 +56,7 @@ def full_fragment(request: BuildRequest) -> Fragment:
     return arch_fragment + request.fragment
 
 
-def _digest(*parts: str) -> str:
+def _build_key_digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
@@ -106,7 +106,7 @@ def completed_config(request: BuildRequest, progress: ProgressCallback | None = 
     `syncconfig` in a directory of its own in the cache, done again only when it would change (sharing.py compares
     it with a shared kernel's). Raises ConfigError as the build would."""
     fragment = full_fragment(request)
-    directory = request.cache_dir / "configs" / _digest(request.tree.key, request.arch.name, fragment.text())
+    directory = request.cache_dir / "configs" / _build_key_digest(request.tree.key, request.arch.name, fragment.text())
     with cache_lock(request.cache_dir, f"config-{directory.name}", f"completing a configuration in {directory}"):
         directory.mkdir(parents=True, exist_ok=True)
         if not _configured(request.tree.path, directory):
@@ -139,7 +139,11 @@ def _configured(tree: Path, build_dir: Path) -> bool:
 
 def build_dir_of(request: BuildRequest) -> Path:
     """Where the request is built: one directory per (tree, architecture, configuration)."""
-    return request.cache_dir / "build" / _digest(request.tree.key, request.arch.name, full_fragment(request).text())
+    return (
+        request.cache_dir
+        / "build"
+        / _build_key_digest(request.tree.key, request.arch.name, full_fragment(request).text())
+    )
 
 
 @dataclass(frozen=True)
@@ -184,7 +188,7 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
     build_key = build_dir.name
     image = build_dir / request.arch.make.image
     log = build_dir / "build.log"
-    stamp = _digest(build_key, request.extra_key)
+    stamp = _build_key_digest(build_key, request.extra_key)
     started = time.monotonic()
     with cache_lock(request.cache_dir, f"build-{build_key}", f"building the kernel in {build_dir}", progress):
         build_dir.mkdir(parents=True, exist_ok=True)

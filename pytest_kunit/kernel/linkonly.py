@@ -193,7 +193,7 @@ class Built:
     linked: bool = True  # False: each object compiled byte for byte as vmlinux was linked from it, so no link
 
 
-def _digest(path: Path) -> str | None:
+def _object_digest(path: Path) -> str | None:
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
@@ -208,7 +208,7 @@ def _as_linked(build_dir: Path, obj: str, image: Path) -> str | None:
             return None
     except OSError:
         return None
-    return _digest(build_dir / obj)
+    return _object_digest(build_dir / obj)
 
 
 def build(make: Make, chosen: Plan, progress: ProgressCallback) -> Built:
@@ -236,7 +236,7 @@ def build(make: Make, chosen: Plan, progress: ProgressCallback) -> Built:
     )
     if stray:
         return Built(f"the compile also wrote {stray[0]}")
-    if all(digest is not None and digest == _digest(make.build_dir / obj) for obj, digest in as_linked.items()):
+    if all(digest is not None and digest == _object_digest(make.build_dir / obj) for obj, digest in as_linked.items()):
         image.touch()  # linked from these bytes: as current as a link now would make it
         with make.log.open("a") as stream:
             stream.write(f"# link-only: compiled {', '.join(objects)}, each as {image.name} holds it: no link\n")

@@ -82,7 +82,7 @@ def patch_changes(text: bytes) -> bytes:
     return text
 
 
-def _digest(*parts: str | bytes) -> str:
+def _tree_key_digest(*parts: str | bytes) -> str:
     digest = hashlib.sha256()
     for part in parts:
         digest.update(part.encode() if isinstance(part, str) else part)
@@ -325,7 +325,7 @@ def prepare(
     if not source.exists():
         raise _missing_source(source)
     patches = patch_files(patch_dirs)
-    series = [_digest(patch_changes(patch.read_bytes())) for patch in patches]
+    series = [_tree_key_digest(patch_changes(patch.read_bytes())) for patch in patches]
 
     if source.is_dir():
         if not (source / "Makefile").is_file() or not (source / "Kconfig").is_file():
@@ -334,8 +334,8 @@ def prepare(
                 "point --kunit-kernel-src at the top of a kernel tree.",
             )
         if not patches and not writable:
-            return PreparedTree(source, _digest("dir", str(source)), False, detect_features(source))
-        key = _digest("dir-copy", str(source), *series)
+            return PreparedTree(source, _tree_key_digest("dir", str(source)), False, detect_features(source))
+        key = _tree_key_digest("dir-copy", str(source), *series)
         destination = cache_dir / "src" / key
         with cache_lock(cache_dir, f"src-{key}", f"copying {source} and applying its patches", note):
             if note is not None:
@@ -344,7 +344,7 @@ def prepare(
         return PreparedTree(destination, key, False, detect_features(destination))
 
     stat = source.stat()
-    key = _digest("tarball", str(source.resolve()), str(stat.st_size), str(stat.st_mtime_ns), *series)
+    key = _tree_key_digest("tarball", str(source.resolve()), str(stat.st_size), str(stat.st_mtime_ns), *series)
     destination = cache_dir / "src" / key
     with cache_lock(cache_dir, f"src-{key}", f"extracting {source} and applying its patches", note):
         if not (destination / READY_MARK).exists():

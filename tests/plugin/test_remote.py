@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.kernel.image import file_digest
-from pytest_kunit.scaleout.remote import cache_id
+from pytest_kunit.scaleout.image_service import cache_id
 
 from .conftest import KUNITCONFIG, FakeKernel
 

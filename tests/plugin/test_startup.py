@@ -41,7 +41,7 @@ def test_a_run_without_kunit_imports_only_the_entry_point(pytester: pytest.Pytes
 
 def test_a_run_with_kunit_imports_the_rest(pytester: pytest.Pytester) -> None:
     modules = imported_by_a_run(pytester, "--kunit", "--kunit-patches=none")
-    assert {"pytest_kunit.face.enabled", "pytest_kunit.fragments.session", "pytest_kunit.face.items"} <= set(modules)
+    assert {"pytest_kunit.face.hooks", "pytest_kunit.fragments.pipeline", "pytest_kunit.face.nodes"} <= set(modules)
 
 
 # Every setting at a value --kunit refuses, in the ini file and on the command line.

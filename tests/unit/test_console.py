@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.console import ktap
-from pytest_kunit.console.console import (
+from pytest_kunit.console.transcript import (
     MAX_LINE,
     BoundedConsole,
     ConsoleMap,

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.console import ktap
-from pytest_kunit.console.console import BootRecord, ConsoleMap
 from pytest_kunit.console.ktap import Status
-from pytest_kunit.findings.blame import blame, without_reports
-from pytest_kunit.findings.findings import Finding, find_reports, place
+from pytest_kunit.console.transcript import BootRecord, ConsoleMap
 from pytest_kunit.findings.outcomes import case_outcomes
+from pytest_kunit.findings.sanitizer_reports import Finding, find_reports, place
+from pytest_kunit.findings.sanitizer_verdicts import blame, without_reports
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SYNTHETIC = DATA / "synthetic-sanitizer-reports-6.1.log"

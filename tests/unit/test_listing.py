@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_kunit.console.console import BootRecord
+from pytest_kunit.console.transcript import BootRecord
 from pytest_kunit.guest.listing import reached_end
 
 LIST = ["Linux version 6.12.0", "KTAP version 1", "example.example_simple_test", "example.example_skip_test"]

@@ -1,5 +1,5 @@
 """Each fragment's way to a listed kernel in a session: its own build, a kernel it shares (sharing.py), one built
-before (reuse.py), or, on an xdist worker sharing no cache with its controller, the controller's (remote.py)."""
+before (reuse.py), or, on an xdist worker sharing no cache with its controller, the controller's (image_service.py)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from .sharing import Sharing
 
 
 class KernelSource(Protocol):
-    """Where an xdist worker sharing no cache with its controller gets each fragment's kernel (remote.py's client):
-    the kernel, the controller's case list if it had one, and its cases' C locations."""
+    """Where an xdist worker sharing no cache with its controller gets each fragment's kernel (image_service.py's
+    client): the kernel, the controller's case list if it had one, and its cases' C locations."""
 
     def kernel(
         self, path: Path, key: str, rootpath: Path, arch: Arch

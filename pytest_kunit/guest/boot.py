@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ..arch import Arch
-from ..console import faults, ktap
-from ..console.console import BootRecord, BoundedConsole, console_line
+from ..console import ktap, oops
+from ..console.transcript import BootRecord, BoundedConsole, console_line
 from ..errors import BootError
 from ..host.processes import kill_group
 from .launch import launcher
@@ -207,7 +207,7 @@ def boot(
     crashed = False
     with Guest(request, sink) as guest:
         for line in guest.lines(first_output_timeout):
-            crashed = crashed or bool(faults.fault_lines([line]))
+            crashed = crashed or bool(oops.fault_lines([line]))
             index, now = len(guest.record.console) - 1, time.monotonic()
             for event in parser.feed(line):
                 events.append(event)

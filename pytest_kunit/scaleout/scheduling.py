@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from xdist.report import report_collection_diff
 
-from ..findings.blame import OUTSIDE_KEY
 from ..findings.coverage_report import COVERAGE_KEY
-from ..fragments.fragments import find_fragments
-from ..fragments.session import STATE
+from ..findings.sanitizer_verdicts import OUTSIDE_KEY
+from ..fragments.files import find_fragments
+from ..fragments.pipeline import STATE
 from ..guest.planning import case_from_nodeid, plan_batches
 from ..host.cache import load_durations
 from ..model import BuiltKernel, Durations
-from .remote import CACHE_ID_KEY, FRAGMENTS_KEY, SERVICE_KEY, ImageService, cache_id
+from .image_service import CACHE_ID_KEY, FRAGMENTS_KEY, SERVICE_KEY, ImageService, cache_id
 from .workers import DURATIONS_KEY
 
 # A worker is given more kunit work while fewer of its kunit cases than this are pending: a worker runs a test only
@@ -240,7 +240,7 @@ class KunitXdist:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[DURATIONS_KEY] = self.durations
-        # Every worker may use it: only one whose cache is not this one does (remote.py).
+        # Every worker may use it: only one whose cache is not this one does (image_service.py).
         if self.images is None:
             self.images = ImageService(self.config.stash[STATE], find_fragments(self.config))
         node.workerinput[SERVICE_KEY] = self.images.open_for(node)

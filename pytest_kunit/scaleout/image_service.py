@@ -20,10 +20,10 @@ import execnet
 
 from ..errors import KunitError
 from ..findings.initramfs import initramfs
-from ..fragments.fragments import FragmentTable, fragment_name
+from ..fragments.files import FragmentTable, fragment_name
 from ..host.cache import CaseList, case_list_data, case_list_from, load_case_list
 from ..host.locking import cache_lock
-from ..kbuild.sources import case_locations
+from ..kbuild.case_locations import case_locations
 from ..kernel.image import ImageRecord, check_image, file_digest
 from ..model import BuildResult, Kernel, TreeFeatures
 from .workers import workerinput
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import pytest
 
     from ..arch import Arch
-    from ..fragments.session import SessionState
+    from ..fragments.pipeline import SessionState
     from ..model import Stats
 
 SERVICE_KEY = "kunit_service"  # workerinput: the channel to the controller's ImageService
@@ -101,7 +101,7 @@ def _refusal(what: str) -> dict[str, str]:
 
 
 class ImageService:
-    """The controller's side: builds the fragments it found itself (fragments.py) when a worker asks by the token it
+    """The controller's side: builds the fragments it found itself (files.py) when a worker asks by the token it
     was handed (once per fragment), serves the images it built by digest in chunks, decodes crash reports of those
     images; refuses anything else. Requests arrive in execnet's receiver thread and are served one at a time by a
     thread of their own, so a long build never holds up xdist's messages; meanwhile every worker with a request

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..console import ktap_lines as grammar
-from ..console.console import ConsoleMap
+from ..console.transcript import ConsoleMap
 from ..model import CaseId
 
 # A report whose end never comes (the console was cut) stops here, or at the next KTAP result line.

@@ -12,19 +12,19 @@ import pytest
 
 from ..arch import Arch
 from ..errors import KunitError, KunitWarning
-from ..findings.blame import OUTSIDE_KEY
 from ..findings.coverage_report import COVERAGE_KEY, gcovr_command, keep_counters, make_report
-from ..fragments.fragments import collects
-from ..fragments.session import STATE, SessionState
+from ..findings.sanitizer_verdicts import OUTSIDE_KEY
+from ..fragments.files import collects
+from ..fragments.pipeline import STATE, SessionState
 from ..guest.launch import launcher
 from ..guest.planning import PlannedCase, plan_batches
 from ..host.cache import load_durations, save_durations
 from ..host.cachedir import trusted_cache_dir
 from ..model import Settings
-from ..scaleout.remote import worker_client
+from ..scaleout.image_service import worker_client
 from ..scaleout.workers import is_worker, run_id, worker_count, worker_durations
-from .items import MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
 from .kcidb import REPORT_KEY, KcidbWriter, case_run
+from .nodes import MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
 from .report import junit_properties, junit_writer
 from .settings import given
 
@@ -58,7 +58,7 @@ def start(config: pytest.Config, settings: Settings, arch: Arch) -> None:
         config.pluginmanager.register(KcidbWriter(config), "kunit-kcidb")
     # xdist registers under its entry point's name when autoloaded, under its module's with `-p xdist.plugin`.
     if any(config.pluginmanager.hasplugin(name) for name in ("xdist", "xdist.plugin")):
-        from ..scaleout.xdist import KunitXdist
+        from ..scaleout.scheduling import KunitXdist
 
         config.pluginmanager.register(KunitXdist(config), "kunit-xdist")
 

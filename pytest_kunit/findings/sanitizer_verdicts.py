@@ -9,7 +9,7 @@ from typing import Any
 
 from ..console import ktap_lines as grammar
 from ..console.ktap import CaseResult, Status
-from .findings import Finding
+from .sanitizer_reports import Finding
 
 # A case whose own result line says one of these is failed by a report printed while it ran.
 _NOT_FAILING = (Status.PASSED, Status.SKIPPED, Status.XFAIL)
