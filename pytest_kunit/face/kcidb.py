@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..console.ktap import Status
+from ..fragments.pipeline import STATE
 from ..host.cache import write_atomically
 from ..model import BuiltKernel
 
@@ -197,8 +198,6 @@ class KcidbWriter:
             self.runs.append(CaseRun(**fields))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        from ..fragments.pipeline import STATE
-
         state = session.config.stash[STATE]
         settings = state.settings
         assert settings.kcidb is not None

@@ -10,6 +10,7 @@ import pytest
 
 from ..console.ktap import Status
 from ..errors import KunitError, KunitWarning, warning_as_error
+from ..fragments.pipeline import STATE, SessionState
 from ..guest.planning import is_slow
 from ..kbuild.case_locations import location_of
 from .report import earlier_text, params_text, render_failure
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr  # a type only: pytest names it in Item.repr_failure's signature
 
     from ..findings.outcomes import Outcome
-    from ..fragments.pipeline import SessionState
     from ..model import Kernel
 
 
@@ -58,8 +58,6 @@ def fragment_nodeid(config: pytest.Config, path: Path) -> str | None:
 
 
 def _state(node: pytest.Item | pytest.Collector) -> SessionState:
-    from ..fragments.pipeline import STATE
-
     return node.config.stash[STATE]
 
 
