@@ -4,6 +4,7 @@ it, and no import closes a cycle. Every import counts: at module level, inside a
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,12 @@ def test_every_module_lives_in_a_declared_stage() -> None:
     subpackages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
     assert subpackages == set(STAGES) - set(ROOT.values())
     assert {path.stem for path in PACKAGE.glob("*.py")} == set(ROOT)
+
+
+def test_the_wheel_ships_every_stage() -> None:
+    """pyproject.toml names each package: a stage it leaves out would be missing from an installed plugin."""
+    listed = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    assert sorted(listed) == sorted(name for name, path in module_names(PACKAGE).items() if path.name == "__init__.py")
 
 
 def test_each_stage_says_in_its_first_line_what_it_holds() -> None:
