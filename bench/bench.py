@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pytest_kunit.arch import ARCHES
-from pytest_kunit.tree import apply_patches, patch_files
+from pytest_kunit.kernel.tree import apply_patches, patch_files
 
 ROOT = Path(__file__).resolve().parents[1]
 TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")

@@ -35,8 +35,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from pytest_kunit.kernel.tree import prepare
 from pytest_kunit.options import DEFAULT_TARBALL, default_patch_dirs
-from pytest_kunit.tree import prepare
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = "lib/kunit/kunit-example-test.c"

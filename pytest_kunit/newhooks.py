@@ -14,7 +14,7 @@ import pytest
 
 if TYPE_CHECKING:
     from .arch import Arch
-    from .runner import Kernel
+    from .model import Kernel
 
 hookspec = pluggy.HookspecMarker("pytest")
 

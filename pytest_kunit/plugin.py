@@ -1,6 +1,6 @@
 """pytest-kunit's entry point (`pytest11`): its options and hook specifications, and at configure time, with --kunit
-only, the session's own hooks (enabled.py). A pytest run without --kunit imports, checks, prints and runs nothing else
-of it: not even its other settings are read, so a project's stray kunit_* ini key cannot fail an ordinary run."""
+only, the session's own hooks (face/hooks.py). A pytest run without --kunit imports, checks, prints and runs nothing
+else of it: not even its other settings are read, so a project's stray kunit_* ini key cannot fail an ordinary run."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import types
 
 import pytest
 
-from . import options, settings
+from . import options
+from .face import settings
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -40,11 +41,15 @@ def pytest_configure(config: pytest.Config) -> None:
     resolved = settings.resolve(config, arches)
     # Through sys.modules, not the package's attribute: a pytest run in-process after another (pytester) has
     # had its modules removed, and must not mix the earlier run's modules with fresh ones. For the same reason
-    # the package forgets those removed modules, which `from . import ktap` would otherwise still find.
-    package = sys.modules[__package__]
-    for name, value in list(vars(package).items()):
-        if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is not value:
-            delattr(package, name)
-    enabled = importlib.import_module(f"{__package__}.enabled")
-    enabled.start(config, resolved, arches[resolved.arch])
-    config.pluginmanager.register(enabled, "kunit-session")
+    # each package still loaded forgets those removed modules, which `from ..console import ktap` would otherwise
+    # still find.
+    prefix = f"{__package__}."
+    for package_name, package in list(sys.modules.items()):
+        if package_name != __package__ and not (package_name.startswith(prefix) and hasattr(package, "__path__")):
+            continue
+        for name, value in list(vars(package).items()):
+            if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is not value:
+                delattr(package, name)
+    hooks = importlib.import_module(f"{__package__}.face.hooks")
+    hooks.start(config, resolved, arches[resolved.arch])
+    config.pluginmanager.register(hooks, "kunit-session")

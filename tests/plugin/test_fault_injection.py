@@ -349,7 +349,7 @@ def test_a_wait_on_a_cache_lock_says_who_holds_it(project: pytest.Pytester, fake
         [
             sys.executable,
             "-c",
-            "import sys, time; from pathlib import Path; from pytest_kunit.locking import cache_lock\n"
+            "import sys, time; from pathlib import Path; from pytest_kunit.host.locking import cache_lock\n"
             f"with cache_lock(Path({str(fake_kernel.cache)!r}), {lock.stem!r}, 'building a kernel elsewhere'):\n"
             "    print('held', flush=True); time.sleep(5)",
         ],

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit.report import junit_writer, registered_junit_writer
+from pytest_kunit.face.report import junit_writer, registered_junit_writer
 
 from .conftest import FakeKernel
 

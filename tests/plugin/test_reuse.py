@@ -18,7 +18,7 @@ from .test_share_kernels import SYMBOLS, builds, outcomes
 FAKE_MEMBERSHIP = """
 import json
 
-import pytest_kunit.membership as membership
+import pytest_kunit.kbuild.membership as membership
 
 
 def suites_alone(tree, build_dir, union, alone, scratch):

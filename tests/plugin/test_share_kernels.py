@@ -18,7 +18,7 @@ FAKE_MEMBERSHIP = """
 import json
 import os
 
-import pytest_kunit.membership as membership
+import pytest_kunit.kbuild.membership as membership
 
 
 def suites_alone(tree, build_dir, union, alone, scratch):

@@ -9,14 +9,15 @@ import sys
 
 import pytest
 
-# Its options need options.py, the --kunit switch settings.py (nothing else of it is read), its hook specifications
-# newhooks.py.
+# Its options need options.py, the --kunit switch face/settings.py (nothing else of it is read), its hook
+# specifications newhooks.py.
 INERT = [
     "pytest_kunit",
+    "pytest_kunit.face",
+    "pytest_kunit.face.settings",
     "pytest_kunit.newhooks",
     "pytest_kunit.options",
     "pytest_kunit.plugin",
-    "pytest_kunit.settings",
 ]
 
 
@@ -40,7 +41,7 @@ def test_a_run_without_kunit_imports_only_the_entry_point(pytester: pytest.Pytes
 
 def test_a_run_with_kunit_imports_the_rest(pytester: pytest.Pytester) -> None:
     modules = imported_by_a_run(pytester, "--kunit", "--kunit-patches=none")
-    assert {"pytest_kunit.enabled", "pytest_kunit.session", "pytest_kunit.items"} <= set(modules)
+    assert {"pytest_kunit.face.hooks", "pytest_kunit.fragments.pipeline", "pytest_kunit.face.nodes"} <= set(modules)
 
 
 # Every setting at a value --kunit refuses, in the ini file and on the command line.

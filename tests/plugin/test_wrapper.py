@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit import wrapper
 from pytest_kunit.arch import ARCHES
+from pytest_kunit.kernel import wrapper
 from pytest_kunit.options import Wrapper
 
 from .conftest import FakeKernel

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 from xdist.remote import Producer
 
-from pytest_kunit.xdist import KunitScheduling
+from pytest_kunit.scaleout.scheduling import KunitScheduling
 
 from .conftest import FakeKernel
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit.kconfig import read_dotconfig
-from pytest_kunit.membership import Unknown, fixdep_symbols, suite_objects, suites_alone
+from pytest_kunit.kbuild.membership import Unknown, fixdep_symbols, suite_objects, suites_alone
+from pytest_kunit.kernel.kconfig import read_dotconfig
 
 from .conftest import FRAMEWORK, Kunit
 

@@ -1,4 +1,5 @@
-"""Configuration for the pure unit tests: no kernel builds, no QEMU."""
+"""Configuration for the unit tests: no kernel built, no guest booted (some run make, gcc, git or tar on small
+trees)."""
 
 from __future__ import annotations
 

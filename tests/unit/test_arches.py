@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit import faults
 from pytest_kunit.arch import ARCHES, Arch
+from pytest_kunit.console import oops
 from pytest_kunit.errors import BootError
-from pytest_kunit.launch import QemuLauncher
-from pytest_kunit.qemu import BootRequest, command_line, kernel_command_line
+from pytest_kunit.guest.boot import BootRequest, command_line, kernel_command_line
+from pytest_kunit.guest.launch import QemuLauncher
 
 ARM64 = ARCHES["arm64"]
 
@@ -85,6 +85,6 @@ def test_every_record_names_itself_and_its_console(name: str) -> None:
 def test_arm64_oopses_start_a_crash_report() -> None:
     # arm64's die() words, from arch/arm64/kernel/traps.c and mm/fault.c of 6.1.
     undefined = ["# case: about to run", "Internal error: Oops - Undefined instruction: 0000000002000000 [#1] SMP"]
-    assert faults.fault_lines(undefined) == undefined[1:]
+    assert oops.fault_lines(undefined) == undefined[1:]
     null = ["Unable to handle kernel NULL pointer dereference at virtual address 0000000000000000", "Mem abort info:"]
-    assert faults.fault_lines(["x", *null]) == null
+    assert oops.fault_lines(["x", *null]) == null

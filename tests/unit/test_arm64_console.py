@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_kunit import faults, ktap
-from pytest_kunit.findings import find_reports
-from pytest_kunit.ktap import CaseResult, Status
+from pytest_kunit.console import ktap, oops
+from pytest_kunit.console.ktap import CaseResult, Status
+from pytest_kunit.findings.sanitizer_reports import find_reports
 
 RECORDED = Path(__file__).resolve().parent.parent / "data" / "kunit-6.1.192-arm64.log"
 CRASHING_TRY = ("kunit-try-catch-test", "kunit_test_try_catch_crashing_try_does_catch")
@@ -35,7 +35,7 @@ def test_an_oops_the_case_catches_stays_its_diagnostics_and_it_passes() -> None:
     crashing = cases[CRASHING_TRY]
     # KUnit caught the fault in the try thread and printed "ok": the kernel's verdict stands.
     assert crashing.status is Status.PASSED
-    report = faults.fault_lines(crashing.diagnostics)
+    report = oops.fault_lines(crashing.diagnostics)
     assert report[0] == "Unable to handle kernel NULL pointer dereference at virtual address 0000000000000000"
     for line in (
         "Internal error: Oops: 0000000096000045 [#1] SMP",
@@ -46,7 +46,7 @@ def test_an_oops_the_case_catches_stays_its_diagnostics_and_it_passes() -> None:
         assert line in report
     # Nothing of it leaks into the next case.
     following = cases[("kunit-try-catch-test", "kunit_test_try_catch_slow_try_times_out")]
-    assert following.status is Status.PASSED and faults.fault_lines(following.diagnostics) == []
+    assert following.status is Status.PASSED and oops.fault_lines(following.diagnostics) == []
 
 
 def test_an_arm64_oops_is_no_sanitizer_finding() -> None:
@@ -72,14 +72,14 @@ def test_the_fault_suite_s_crashes_are_crashes_in_arm64_words() -> None:
         ("faults_pass_after_bug", Status.PASSED),
     ]
     null, bug = results[3], results[5]
-    report = faults.fault_lines(null.diagnostics)
+    report = oops.fault_lines(null.diagnostics)
     assert report[0] == "Unable to handle kernel NULL pointer dereference at virtual address 0000000000000000"
     assert "pc : faults_null_dereference+0x24/0x8c" in report
     assert (
         null.diagnostics[-1] == "# faults_null_dereference: internal error occurred preventing test case from "
         "running: -4"
     )
-    assert faults.fault_lines(bug.diagnostics)[:2] == [
+    assert oops.fault_lines(bug.diagnostics)[:2] == [
         "kernel BUG at pytest-kunit/faults/faults-test.c:40!",
         "Internal error: Oops - BUG: 00000000f2000800 [#2] SMP",
     ]
@@ -97,6 +97,6 @@ def test_a_panic_ends_the_arm64_console_with_the_case_unfinished() -> None:
     ]
     unfinished = events[-1]
     assert isinstance(unfinished, ktap.Unfinished)
-    panic = [line for line in unfinished.log if faults.is_panic(line)]
+    panic = [line for line in unfinished.log if oops.is_panic(line)]
     assert panic == ["Kernel panic - not syncing: pytest-kunit fault suite: deliberate panic"]
     assert find_reports(FAULTS_PANIC_RECORDED.read_text().splitlines()) == []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit.cache import (
+from pytest_kunit.host.cache import (
     LIST_FORMAT,
     CacheWarning,
     CaseList,

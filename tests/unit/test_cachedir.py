@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit import locking
-from pytest_kunit.cachedir import UntrustedCache, trusted_cache_dir
 from pytest_kunit.errors import KunitError
-from pytest_kunit.locking import cache_lock
+from pytest_kunit.host import locking
+from pytest_kunit.host.cachedir import UntrustedCache, trusted_cache_dir
+from pytest_kunit.host.locking import cache_lock
 
 
 def test_a_new_cache_is_made_private(tmp_path: Path) -> None:

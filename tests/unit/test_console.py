@@ -6,8 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit import ktap
-from pytest_kunit.console import MAX_LINE, BoundedConsole, ConsoleMap, console_line, printk_seconds, strip_controls
+from pytest_kunit.console import ktap
+from pytest_kunit.console.transcript import (
+    MAX_LINE,
+    BoundedConsole,
+    ConsoleMap,
+    console_line,
+    printk_seconds,
+    strip_controls,
+)
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

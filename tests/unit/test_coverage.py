@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit import archive, coverage
-from pytest_kunit.coverage_report import META, CoverageReport, FileCoverage, save_boot
-from pytest_kunit.initramfs import GCOV_BEGIN, GCOV_END
+from pytest_kunit.findings import archive, coverage
+from pytest_kunit.findings.coverage_report import META, CoverageReport, FileCoverage, save_boot
+from pytest_kunit.findings.initramfs import GCOV_BEGIN, GCOV_END
 
 
 def tar_of(files: dict[str, bytes], links: dict[str, tuple[bytes, str]] | None = None) -> bytes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from pytest_kunit.decode import decode_stacktrace, symbolize
+from pytest_kunit.console.decode import decode_stacktrace, symbolize
 
 NM_OUTPUT = """\
 ffffffff81000000 T _text
@@ -57,9 +57,9 @@ def test_named_reports_and_unreadable_images_are_left_as_they_are(tmp_path: Path
 
 
 def test_a_failure_shows_the_oops_once_decoded() -> None:
-    from pytest_kunit.ktap import CaseResult, Status
-    from pytest_kunit.outcomes import Outcome
-    from pytest_kunit.report import render_failure
+    from pytest_kunit.console.ktap import CaseResult, Status
+    from pytest_kunit.face.report import render_failure
+    from pytest_kunit.findings.outcomes import Outcome
 
     raw = ("BUG: kernel NULL pointer dereference, address: 0000000000000000", "RIP: 0010:0xffffffff810bbaea")
     diagnostics = ("# faults_null_deref: about to dereference NULL", *raw, "# faults_null_deref: test case crashed")

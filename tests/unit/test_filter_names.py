@@ -6,15 +6,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_kunit.planning import (
+from pytest_kunit.guest.planning import (
     BootFilter,
-    CaseId,
     case_glob,
     executed_cases,
     list_filter,
     single_case_filters,
     single_glob_filters,
 )
+from pytest_kunit.model import CaseId
 
 HANDSHAKE = [("Handshake API tests", "req_alloc API fuzzing"), ("Handshake API tests", "req_alloc excessive privsize")]
 ODD = [("odd", "star*case"), ("odd", "what?"), ("odd", "[bracket]"), ("odd", "naïve café"), ("odd", "a.b")]

@@ -6,13 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit import ktap
-from pytest_kunit.blame import blame, without_reports
-from pytest_kunit.console import ConsoleMap
-from pytest_kunit.findings import Finding, find_reports, place
-from pytest_kunit.ktap import Status
-from pytest_kunit.outcomes import case_outcomes
-from pytest_kunit.qemu import BootRecord
+from pytest_kunit.console import ktap
+from pytest_kunit.console.ktap import Status
+from pytest_kunit.console.transcript import BootRecord, ConsoleMap
+from pytest_kunit.findings.outcomes import case_outcomes
+from pytest_kunit.findings.sanitizer_reports import Finding, find_reports, place
+from pytest_kunit.findings.sanitizer_verdicts import blame, without_reports
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SYNTHETIC = DATA / "synthetic-sanitizer-reports-6.1.log"
@@ -177,8 +176,8 @@ def test_an_unterminated_report_stops_at_the_next_result_line() -> None:
 
 
 def test_the_option_names_every_sanitizer_in_the_table() -> None:
-    from pytest_kunit import settings
-    from pytest_kunit.sanitizers import SANITIZERS, parse_names
+    from pytest_kunit.face import settings
+    from pytest_kunit.findings.sanitizers import SANITIZERS, parse_names
 
     assert ", ".join(SANITIZERS) == settings._SANITIZER_NAMES
     assert parse_names(" UBSAN, kasan,kasan ") == ("kasan", "ubsan")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.arch import ARCHES
-from pytest_kunit.qemu import BootRequest, command_line, kernel_command_line
+from pytest_kunit.guest.boot import BootRequest, command_line, kernel_command_line
 
 X86 = ARCHES["x86_64"]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit import image as image_module
-from pytest_kunit.image import SETTLED_NS, ImageCheck, ImageRecord, check_image
+from pytest_kunit.kernel import image as image_module
+from pytest_kunit.kernel.image import SETTLED_NS, ImageCheck, ImageRecord, check_image
 
 
 def elf64(segment: tuple[int, int] = (176, 64), payload: int = 64) -> bytes:

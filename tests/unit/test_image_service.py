@@ -12,14 +12,12 @@ from typing import Any, cast
 import execnet
 import pytest
 
-from pytest_kunit import remote
-from pytest_kunit.build import BuildResult
 from pytest_kunit.errors import KunitError
-from pytest_kunit.fragments import FragmentTable
-from pytest_kunit.remote import WAITING, ImageClient, ImageService
-from pytest_kunit.runner import Kernel, Stats
-from pytest_kunit.session import SessionState
-from pytest_kunit.tree import TreeFeatures
+from pytest_kunit.fragments.files import FragmentTable
+from pytest_kunit.fragments.pipeline import SessionState
+from pytest_kunit.model import BuildResult, Kernel, Stats, TreeFeatures
+from pytest_kunit.scaleout import image_service
+from pytest_kunit.scaleout.image_service import WAITING, ImageClient, ImageService
 
 SECRET = "TOP-SECRET-do-not-send"
 
@@ -116,7 +114,7 @@ def client(channel: FakeChannel, tmp_path: Path) -> ImageClient:
 
 
 def test_a_silent_controller_is_an_error_not_a_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(remote, "RECEIVE_TIMEOUT", 0.01)
+    monkeypatch.setattr(image_service, "RECEIVE_TIMEOUT", 0.01)
     with pytest.raises(KunitError, match=r"The xdist controller has said nothing for 0 s"):
         client(FakeChannel(), tmp_path).decode(kernel_at(tmp_path / "vmlinux"), ("line",))
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit import initramfs
 from pytest_kunit.errors import KunitWarning
-from pytest_kunit.initramfs import AfterKunit
+from pytest_kunit.findings import initramfs
+from pytest_kunit.findings.initramfs import AfterKunit
 
 needs_busybox = pytest.mark.skipif(not initramfs.BUSYBOX.is_file(), reason="busybox-static is not installed")
 NEEDS = "CONFIG_DEBUG_FS=y\nCONFIG_BLK_DEV_INITRD=y\nCONFIG_BINFMT_ELF=y\nCONFIG_BINFMT_SCRIPT=y\n"

@@ -10,19 +10,10 @@ from typing import Any
 
 import pytest
 
-from pytest_kunit.kcidb import (
-    EXCERPT_LIMIT,
-    STATUSES,
-    VERSION,
-    BuiltKernel,
-    CaseRun,
-    KcidbStatus,
-    document,
-    excerpt,
-    fit,
-    patchset_hash,
-)
-from pytest_kunit.ktap import Status
+from pytest_kunit.console.ktap import Status
+from pytest_kunit.face.kcidb import EXCERPT_LIMIT, STATUSES, VERSION, CaseRun, KcidbStatus, document, excerpt, fit
+from pytest_kunit.kernel.tree import patchset_hash
+from pytest_kunit.model import BuiltKernel
 
 
 def schema() -> Any:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.errors import ConfigError
-from pytest_kunit.kconfig import (
+from pytest_kunit.kernel.kconfig import (
     Dropped,
     Entry,
     Fragment,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit import faults, ktap
-from pytest_kunit.ktap import (
+from pytest_kunit.console import ktap, oops
+from pytest_kunit.console.ktap import (
     CaseResult,
     KtapStarted,
     Location,
@@ -410,12 +410,12 @@ def test_truncated_console_reports_unfinished_suite_with_the_oops() -> None:
     assert unfinished.log[-1] == "---[ end Kernel panic - not syncing: Fatal exception ]---"
     assert len(unfinished.log) == 22
     assert "<TASK>" in unfinished.log
-    report = faults.fault_lines(unfinished.log)
+    report = oops.fault_lines(unfinished.log)
     assert report[0] == "BUG: kernel NULL pointer dereference, address: 0000000000000000"
     assert len(report) == 21
-    assert any(faults.is_panic(line) for line in lines)
-    assert sum(faults.is_panic(line) for line in lines) == 2
-    assert not faults.is_panic("BUG: kernel NULL pointer dereference, address: 0000000000000000")
+    assert any(oops.is_panic(line) for line in lines)
+    assert sum(oops.is_panic(line) for line in lines) == 2
+    assert not oops.is_panic("BUG: kernel NULL pointer dereference, address: 0000000000000000")
 
 
 def test_unfinished_only_once_and_parser_reusable_after_finish() -> None:
@@ -449,11 +449,11 @@ def test_crashed_and_timed_out_diagnostics() -> None:
     assert [(e.suite, e.status) for e in events if isinstance(e, SuiteFinished)] == [("fragile", F)]
     crashed = case(events, "fragile", "fragile_crash")
     assert crashed.diagnostics[-1] == "# fragile_crash: test case crashed"
-    report = faults.fault_lines(crashed.diagnostics)
+    report = oops.fault_lines(crashed.diagnostics)
     assert report[0] == "BUG: kernel NULL pointer dereference, address: 0000000000000008"
     assert report[-1] == "# fragile_crash: test case crashed"
     assert crashed.location is None
-    assert faults.fault_lines(case(events, "fragile", "fragile_hang").diagnostics) == []
+    assert oops.fault_lines(case(events, "fragile", "fragile_hang").diagnostics) == []
     params = case(events, "fragile", "fragile_params")
     assert [(p.name, p.status) for p in params.params] == [("p0", P), ("p1", C), ("p2", T)]
     assert case(events, "fragile", "fragile_skipped").reason == ""
@@ -974,7 +974,7 @@ def test_faulted_in_the_series_and_upstream_words() -> None:
     ]
     crashed = case(events, "upstream", "upstream_null")
     assert crashed.diagnostics[-2] == "# upstream_null: try faulted: last line seen lib/kunit/upstream-test.c:42"
-    assert faults.fault_lines(case(events, "series", "series_null").diagnostics)[0].startswith("BUG: kernel NULL")
+    assert oops.fault_lines(case(events, "series", "series_null").diagnostics)[0].startswith("BUG: kernel NULL")
 
 
 def test_param_case_with_crashed_param_is_crashed_whatever_its_line_says() -> None:
@@ -1015,9 +1015,9 @@ def test_location_is_the_first_failure() -> None:
 
 def test_fault_lines_and_is_panic() -> None:
     lines = ["# c: initializing", "general protection fault, probably for non-canonical address", "RIP: x", "end"]
-    assert faults.fault_lines(lines) == lines[1:]
-    assert faults.fault_lines(["kernel BUG at mm/slub.c:1:", "x"]) == ["kernel BUG at mm/slub.c:1:", "x"]
-    assert faults.fault_lines(["fine", "all good"]) == []
-    assert faults.fault_lines([]) == []
-    assert faults.is_panic("[    3.1] Kernel panic - not syncing: Fatal exception")
-    assert not faults.is_panic("Oops: 0002 [#1] PREEMPT SMP NOPTI")
+    assert oops.fault_lines(lines) == lines[1:]
+    assert oops.fault_lines(["kernel BUG at mm/slub.c:1:", "x"]) == ["kernel BUG at mm/slub.c:1:", "x"]
+    assert oops.fault_lines(["fine", "all good"]) == []
+    assert oops.fault_lines([]) == []
+    assert oops.is_panic("[    3.1] Kernel panic - not syncing: Fatal exception")
+    assert not oops.is_panic("Oops: 0002 [#1] PREEMPT SMP NOPTI")

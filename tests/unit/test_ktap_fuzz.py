@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_kunit import faults, ktap
+from pytest_kunit.console import ktap, oops
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 CONSOLES = [(DATA / path.name).read_text(errors="replace").splitlines() for path in sorted(DATA.glob("*.log"))]
@@ -95,7 +95,7 @@ def check(lines: list[str]) -> None:
         if isinstance(event, ktap.CaseResult):
             event.location  # noqa: B018 - must not raise either
             assert isinstance(event.status, ktap.Status)
-    faults.fault_lines(lines)
+    oops.fault_lines(lines)
     assert passed_without_ok_line(lines) == []
 
 

@@ -10,8 +10,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_kunit import ktap
-from pytest_kunit.ktap import CaseResult, Listed, Status, Unread
+from pytest_kunit.console import ktap
+from pytest_kunit.console.ktap import CaseResult, Listed, Status, Unread
 
 P, F, C = Status.PASSED, Status.FAILED, Status.CRASHED
 
@@ -168,7 +168,7 @@ def test_no_case_passes_without_its_own_result_line_at_its_depth_once(
 # --- hostile lengths -----------------------------------------------------------------------------------------------
 
 # Each example parses lines of up to 4 KB: a cubic pattern needs seconds to minutes for one (longer lines are cut
-# before parsing, qemu.py).
+# before parsing, boot.py).
 LINEAR = settings(max_examples=60, deadline=500, database=None)
 PREFIXES = st.sampled_from(
     ["ok 1 x", "not ok 2 - y", "# Subtest: s", "# speed:", "# c.speed:", "# x: ok 1 ", "KTAP version 1", "1..", "", "#"]

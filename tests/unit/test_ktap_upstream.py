@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from pytest_kunit import ktap
-from pytest_kunit.ktap import Status
+from pytest_kunit.console import ktap
+from pytest_kunit.console.ktap import Status
 
 Triple = tuple[str, str, Status]
 # (suite, case) -> (upstream's statuses, ours) for every triple only one side found.

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.arch import ARCHES, Arch, MakeSettings, UmlSettings
-from pytest_kunit.launch import launcher
-from pytest_kunit.qemu import kernel_command_line
+from pytest_kunit.guest.boot import kernel_command_line
+from pytest_kunit.guest.launch import launcher
 
 UM = ARCHES["um"]
 X86 = ARCHES["x86_64"]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.arch import ARCHES
-from pytest_kunit.linkonly import Plan, listing, plan, snapshot
-from pytest_kunit.makerun import Make
+from pytest_kunit.kernel.linkonly import Plan, listing, plan, snapshot
+from pytest_kunit.kernel.makerun import Make
 
 EXAMPLE = "lib/kunit/kunit-example-test"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_kunit.listing import reached_end
-from pytest_kunit.qemu import BootRecord
+from pytest_kunit.console.transcript import BootRecord
+from pytest_kunit.guest.listing import reached_end
 
 LIST = ["Linux version 6.12.0", "KTAP version 1", "example.example_simple_test", "example.example_skip_test"]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit.makerun import STEPS, _expected_steps
+from pytest_kunit.kernel.makerun import STEPS, _expected_steps
 
 
 @pytest.mark.parametrize("damage", ["", "12\x00", "  ", "-3"])

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit.kbuildlists import MakeFailed, built_in, evaluate, write_autoconf
-from pytest_kunit.membership import (
+from pytest_kunit.kbuild.kbuildlists import MakeFailed, built_in, evaluate, write_autoconf
+from pytest_kunit.kbuild.membership import (
     Unknown,
     differing,
     directories_naming,
@@ -20,7 +20,7 @@ from pytest_kunit.membership import (
     suites_alone,
     unrepresentable,
 )
-from pytest_kunit.suitetable import Opaque, suite_names
+from pytest_kunit.kbuild.suitetable import Opaque, suite_names
 
 pytestmark = pytest.mark.skipif(not (shutil.which("make") and shutil.which("gcc")), reason="needs make and gcc")
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit import options
+from pytest_kunit.face.settings import resolve
+from pytest_kunit.model import Settings
 from pytest_kunit.options import Accel, Isolate
-from pytest_kunit.settings import Settings, resolve
 
 WHOLE_SECONDS = "a whole number of seconds from 1 to 86400 (what the kernel's kunit.timeout accepts)"
 

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_kunit.options import Isolate
-from pytest_kunit.planning import (
+from pytest_kunit.guest.planning import (
     MAX_FILTER_LENGTH,
     BootFilter,
     PlannedCase,
@@ -18,7 +17,8 @@ from pytest_kunit.planning import (
     list_filter,
     single_glob_filters,
 )
-from pytest_kunit.planning import plan_batches as plan_cases
+from pytest_kunit.guest.planning import plan_batches as plan_cases
+from pytest_kunit.options import Isolate
 
 from .test_ktap import KUNIT_ALL_CASES
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit.processes import ToolTimeout, run_bounded
+from pytest_kunit.host.processes import ToolTimeout, run_bounded
 
 
 def test_a_stuck_command_and_its_children_are_stopped_at_the_deadline(tmp_path: Path) -> None:

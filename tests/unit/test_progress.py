@@ -8,7 +8,7 @@ import time
 import pytest
 from _pytest.terminal import TerminalReporter
 
-from pytest_kunit.progress import Progress, estimate
+from pytest_kunit.host.progress import Progress, estimate
 
 
 class Output(io.StringIO):

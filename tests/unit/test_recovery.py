@@ -6,9 +6,9 @@ import signal
 
 import pytest
 
-from pytest_kunit.ktap import CaseResult, Status
-from pytest_kunit.launch import caught_signal
-from pytest_kunit.recovery import (
+from pytest_kunit.console.ktap import CaseResult, Status
+from pytest_kunit.guest.launch import caught_signal
+from pytest_kunit.guest.recovery import (
     Action,
     Cause,
     Decision,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit import membership
-from pytest_kunit.kconfig import Fragment, parse_fragment
-from pytest_kunit.sharing import Group, plan_groups, shown_names, superset, union_fragment
+from pytest_kunit.fragments.sharing import Group, plan_groups, shown_names, superset, union_fragment
+from pytest_kunit.kbuild import membership
+from pytest_kunit.kernel.kconfig import Fragment, parse_fragment
 
 TEXTS = {
     "a": "CONFIG_KUNIT=y\nCONFIG_A=y\n",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_kunit.sources import case_locations, location_of
+from pytest_kunit.kbuild.case_locations import case_locations, location_of
 
 SUITE_FILE = """// SPDX-License-Identifier: GPL-2.0
 #include <kunit/test.h>

@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
-from pytest_kunit import processes
-from pytest_kunit import tree as tree_module
 from pytest_kunit.errors import TreeError
-from pytest_kunit.tree import (
-    TreeFeatures,
+from pytest_kunit.host import processes
+from pytest_kunit.kernel import tree as tree_module
+from pytest_kunit.kernel.tree import (
     apply_patches,
     changed_since,
     detect_features,
@@ -22,6 +21,7 @@ from pytest_kunit.tree import (
     patch_files,
     patch_series,
 )
+from pytest_kunit.model import TreeFeatures
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit import wrapper
 from pytest_kunit.arch import ARCHES, MakeSettings
 from pytest_kunit.errors import BuildError
+from pytest_kunit.kernel import wrapper
 from pytest_kunit.options import Wrapper
 
 X86 = ARCHES["x86_64"].make

@@ -1,0 +1,498 @@
+"""Streaming parser for the KTAP / TAP output KUnit prints on the kernel console.
+
+The parser is a pure function of the lines it is fed: it never raises on bad input and it only reports a case as
+passed when that case's own ``ok`` line was seen.  What it reads (line grammar in ``ktap_lines``):
+
+* ``TAP version 14`` and ``KTAP version N`` headers, results with or without ``- `` before the name, any
+  indentation (including none), printk prefixes (``[    1.234]``, ``[    1.234][    T1]``, ``[    1.234][    C0]``)
+  and unrelated printk lines anywhere.
+* Suites opened by ``# Subtest: name`` (with or without their own version line, before or after it), and suites
+  opened by an indented version line alone, as Documentation/dev-tools/ktap.rst nests them.  Such a suite's name is
+  only known from its closing line, so no event names it before then: its ``SuiteStarted``, its cases and its
+  ``SuiteFinished`` are all emitted when that line arrives.  A nested block with neither indentation nor
+  ``# Subtest:`` cannot be told from a repeated header and is not read.
+* Parameterised cases in every form 5.11..6.12 print: ``# case: ok 1 - param`` diagnostics (5.11-5.15), a nested
+  ``# Subtest: case`` block (5.16+), with ``KTAP version 1`` (6.0+) and ``1..N`` (later).  Such a case fails if any
+  parameter failed; a nested block that ran no parameter is skipped, like pytest's empty parameter set.
+* Attributes (6.6+): ``# speed: slow`` / ``# module: m`` / ``# is_init: true`` after a suite's header, and
+  ``# case.speed: slow`` before a case's result, recorded as each case's effective attributes (its own, else its
+  suite's: how KUnit filters on them); the same lines after ``kunit.action=list_attr``'s ``suite.case`` lines.
+* Directives: ``# SKIP`` skips (even on ``not ok``); ``# XFAIL``, and ``# TODO`` on ``not ok``, are expected
+  failures (XFAIL), while ``ok ... # TODO`` passed; ``# TIMEOUT`` times out and ``# ERROR`` fails whatever the
+  result word says.  Text after ``#`` that opens with no directive is only a reason.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+
+from ..model import Attributes
+from . import ktap_lines as grammar
+
+_LOCATION = re.compile(r"(?:FAILED|failed) at (?P<file>[\w./+-]+):(?P<line>\d+)")
+
+# Diagnostics KUnit prints before a case's `not ok` line when its thread died: "try faulted" (upstream since
+# 2024, and our kernel series, which follows it) or "test case crashed" (the series' first version); timeouts are
+# worded alike everywhere. A case's name may hold spaces; anchored, the lazy name runs in linear time.
+_CRASHED_DIAGNOSTIC = re.compile(r"^\s*# .+?: (?:try faulted|test case crashed)\b")
+_TIMED_OUT_DIAGNOSTIC = re.compile(r"^\s*# .+?: (?:try timed out|test case timed out)\b")
+
+
+class Status(enum.Enum):
+    """The outcome of one kernel test case, as the console told it."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    XFAIL = "xfailed"  # failed, and its result line said that was expected (KTAP's XFAIL and TODO)
+    CRASHED = "crashed"
+    TIMED_OUT = "timed out"
+    NO_RESULT = "no result"
+
+
+@dataclass(frozen=True)
+class Location:
+    file: str
+    line: int
+
+
+@dataclass(frozen=True)
+class ParamResult:
+    """One parameter of a parameterised case (KUNIT_CASE_PARAM)."""
+
+    name: str
+    status: Status
+    reason: str
+    diagnostics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    suite: str
+    case: str
+    status: Status
+    reason: str = ""
+    diagnostics: tuple[str, ...] = ()
+    params: tuple[ParamResult, ...] = ()
+    attributes: Attributes = ()  # (name, value) in print order: the case's own, else its suite's
+
+    @property
+    def location(self) -> Location | None:
+        """Where the first failed expectation or assertion of this case sits in the C source."""
+        for line in self.diagnostics:
+            match = _LOCATION.search(line)
+            if match:
+                return Location(match["file"], int(match["line"]))
+        return None
+
+
+@dataclass(frozen=True)
+class KtapStarted:
+    """The first KTAP/TAP version line: KUnit is running."""
+
+
+@dataclass(frozen=True)
+class SuiteStarted:
+    suite: str
+
+
+@dataclass(frozen=True)
+class SuiteFinished:
+    suite: str
+    status: Status
+    attributes: Attributes = ()  # the suite's own, printed after its header
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A `suite.case` line outside any suite: what a `kunit.action=list` boot prints for each case it holds.
+
+    After `kunit.action=list_attr` it carries the case's effective attributes, so it is emitted when the line after
+    its attribute lines arrives (or the console ends).
+    """
+
+    suite: str
+    case: str
+    attributes: Attributes = ()
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A line of a `kunit.action=list` boot that names no case: a suite line no case followed (list boots only)."""
+
+    line: str
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """The console ended inside a suite: the lines logged since that suite's last result.
+
+    `suite` is "" for a suite opened without `# Subtest:`, whose name its missing closing line would have given.
+    """
+
+    suite: str
+    log: tuple[str, ...]
+
+
+Event = KtapStarted | SuiteStarted | SuiteFinished | CaseResult | Listed | Unread | Unfinished
+
+
+@dataclass
+class _Group:
+    """An open block: the root, a suite, a parameterised case, or a parameter with parameters of its own."""
+
+    name: str | None  # None until a `# Subtest:` or the closing line names it
+    indent: int
+    indent_known: bool  # deeper than its parent, so a shallower result line closes it
+    versioned: bool = False  # its own version line was seen
+    pending: list[str] = field(default_factory=list)
+    params: list[ParamResult] = field(default_factory=list)
+    cases: list[CaseResult] = field(default_factory=list)  # held back while the suite has no name
+    attributes: dict[str, str] = field(default_factory=dict)
+    planned: int | None = None
+    results: int = 0
+    verdicts: dict[str, Status] = field(default_factory=dict)  # a suite's: each case's, from its result line
+
+    @property
+    def fresh(self) -> bool:
+        """Nothing but its header yet: its name, version line or attributes may still follow."""
+        return self.planned is None and not self.results
+
+
+@dataclass
+class _Listing:
+    suite: str
+    case: str
+    attributes: dict[str, str]
+    line: str  # as printed: a suite line of list_attr when the lines after it start with it and a dot
+
+
+@dataclass
+class _ListedSuite:
+    """The suite line `kunit.action=list_attr` printed last, and what followed it."""
+
+    name: str
+    attributes: dict[str, str] = field(default_factory=dict)
+    cases: int = 0
+
+
+def _status(ok: bool, directive: str | None, diagnostics: Iterable[str]) -> Status:
+    if directive == "SKIP":
+        return Status.SKIPPED
+    if directive == "XFAIL" or (directive == "TODO" and not ok):
+        return Status.XFAIL
+    if directive == "TIMEOUT":
+        return Status.TIMED_OUT
+    if ok and directive != "ERROR":
+        return Status.PASSED
+    lines = list(diagnostics)
+    if any(_CRASHED_DIAGNOSTIC.search(line) for line in lines):
+        return Status.CRASHED
+    if any(_TIMED_OUT_DIAGNOSTIC.search(line) for line in lines):
+        return Status.TIMED_OUT
+    return Status.FAILED
+
+
+def _worst(statuses: Iterable[Status]) -> Status | None:
+    order = [Status.CRASHED, Status.TIMED_OUT, Status.FAILED]
+    seen = set(statuses)
+    return next((status for status in order if status in seen), None)
+
+
+def _with_params(status: Status, params: Iterable[ParamResult]) -> Status:
+    """A parameterised case fails if any parameter failed, whatever its own line says (unless it skipped)."""
+    if status is Status.PASSED or status is Status.FAILED:
+        return _worst(param.status for param in params) or status
+    return status
+
+
+def _old_params(name: str, lines: list[str]) -> list[ParamResult]:
+    """The `# name: ok 1 - param` lines of a 5.11-5.15 case, each with the lines logged since the previous one."""
+    params: list[ParamResult] = []
+    since: list[str] = []
+    for line in lines:
+        found = grammar.old_param(line.strip())
+        if found and found[0] == name:
+            param = found[1]
+            status = _status(param.ok, param.directive, since)
+            params.append(ParamResult(param.name, status, param.reason, tuple(since)))
+            since = []
+        else:
+            since.append(line)
+    return params
+
+
+class KtapParser:
+    """Feed console lines one at a time; each call returns the events that line completed."""
+
+    def __init__(self, list_boot: bool = False) -> None:
+        self._stack: list[_Group] = []
+        self._listing: _Listing | None = None
+        self._listed_suite: _ListedSuite | None = None
+        self._list_boot = list_boot  # a kunit.action=list boot: a line naming no case is reported (Unread)
+        # Lines that named no case, held until a later line names one: after the list's last case, the kernel's own
+        # messages (`Run /init as init process`, the reboot) follow, and are no part of the list.
+        self._unread: list[Unread] = []
+        self.started = False
+
+    def feed(self, raw: str) -> list[Event]:
+        line = grammar.clean(raw)
+        content = line.lstrip(" \t")
+        indent = len(line) - len(content)
+        events: list[Event] = []
+
+        if self._listing is not None:
+            attribute = grammar.case_attribute(content)
+            if attribute and attribute[0] == self._listing.case:
+                self._listing.attributes[attribute[1]] = attribute[2]
+                return events
+            held = self._listing
+            if not held.attributes and (
+                content.startswith(held.line + ".") or grammar.suite_attribute(content) is not None
+            ):
+                # What looked like `suite.case` was list_attr's line for a suite whose name holds a dot.
+                self._listing = None
+                self._new_listed_suite(held.line)
+            else:
+                events.append(self._listed())
+
+        if grammar.is_version(content):
+            if not self.started:
+                self.started = True
+                events.append(KtapStarted())
+            self._version(indent)
+            return events
+        if not self._stack:
+            return events
+
+        name = grammar.subtest(content)
+        if name is not None:
+            return events + self._subtest(name, indent)
+        count = grammar.plan(content)
+        if count is not None:
+            top = self._stack[-1]
+            if top.planned is None and not top.results:
+                top.planned = count
+            return events
+        result = grammar.result(content)
+        if result is not None:
+            taken = self._result(result, indent)
+            if taken is not None:
+                return events + taken
+            # Not where this block's next result goes (another depth, out of sequence, a second verdict): a
+            # printk of any text can look like a result line, and only KUnit's own one counts.
+        if len(self._stack) == 1:
+            return events + self._top_level(content)
+
+        top = self._stack[-1]
+        suite_attribute = grammar.suite_attribute(content)
+        if suite_attribute and len(self._stack) == 2 and top.fresh:
+            top.attributes[suite_attribute[0]] = suite_attribute[1]
+            return events
+        # Dedent by the suite's indentation, so nested lines keep their own steps.
+        top.pending.append(line[min(indent, self._stack[1].indent) :])
+        return events
+
+    def finish(self) -> list[Event]:
+        """The console ended: report the innermost open suite, if any, as unfinished."""
+        events: list[Event] = [self._listed()] if self._listing else []
+        self._new_listed_suite(None)
+        self._unread.clear()  # what followed the list's last case
+        if len(self._stack) >= 2:
+            suite = self._stack[1]
+            log = [line for group in self._stack[1:] for line in group.pending]
+            events.append(Unfinished(suite.name or "", tuple(log)))
+        self._stack.clear()
+        return events
+
+    def _listed(self) -> Listed:
+        assert self._listing is not None
+        listing, self._listing = self._listing, None
+        if self._listed_suite is not None and self._listed_suite.name == listing.suite:
+            self._listed_suite.cases += 1
+        return Listed(listing.suite, listing.case, tuple(listing.attributes.items()))
+
+    def _new_listed_suite(self, name: str | None) -> None:
+        """Open the suite a list_attr line names (None: the console ended); a suite line that no case followed in a
+        list boot is reported, since a name the parser could not read would otherwise go unnoticed."""
+        previous = self._listed_suite
+        self._listed_suite = _ListedSuite(name) if name is not None else None
+        if self._list_boot and previous is not None and not previous.cases:
+            self._unread.append(Unread(previous.name))
+
+    def _top_level(self, content: str) -> list[Event]:
+        """A line outside any suite: a `kunit.action=list` boot's suite, case and attribute lines, or noise."""
+        suite = self._listed_suite
+        attribute = grammar.suite_attribute(content)
+        if attribute:
+            if suite is not None:
+                suite.attributes[attribute[0]] = attribute[1]
+            return []
+        listed = grammar.listed(content, suite.name if suite is not None else "")
+        if listed:
+            if suite is not None and listed[0] != suite.name:
+                self._new_listed_suite(None)
+            events: list[Event] = list(self._unread)  # a case follows: what named none before it was in the list
+            self._unread = []
+            inherited = dict(suite.attributes) if suite is not None and listed[0] == suite.name else {}
+            self._listing = _Listing(listed[0], listed[1], inherited, content.rstrip())
+            return events
+        name = grammar.suite_line(content)
+        if name is not None:
+            self._new_listed_suite(name)
+        return []
+
+    def _version(self, indent: int) -> None:
+        if not self._stack:
+            self._stack.append(_Group("", indent, indent_known=False, versioned=True))
+            return
+        top = self._stack[-1]
+        if len(self._stack) > 1 and top.name is not None and not top.versioned and top.fresh:
+            # `# Subtest: name` came first and this is the same block's own version line.
+            top.versioned = True
+            if indent > top.indent:
+                top.indent, top.indent_known = indent, indent > self._stack[-2].indent
+            return
+        if indent > top.indent:
+            self._stack.append(_Group(None, indent, indent_known=True, versioned=True))
+        # Otherwise a repeated header (a module's tests starting, an echo): nothing opens.
+
+    def _subtest(self, name: str, indent: int) -> list[Event]:
+        top = self._stack[-1]
+        if len(self._stack) > 1 and top.fresh and top.indent == indent and top.name in (None, name):
+            if top.name is None:  # the version line that opened this block is followed by its name
+                top.name = name
+                return [SuiteStarted(name)] if len(self._stack) == 2 else []
+            return []  # the same header echoed twice
+        self._stack.append(_Group(name, indent, indent_known=indent > top.indent))
+        return [SuiteStarted(name)] if len(self._stack) == 2 else []
+
+    def _closing_depth(self, result: grammar.Result, indent: int) -> int | None:
+        """Index in the stack of the open group this result line closes, if it closes one."""
+        name = result.name
+        for depth in range(len(self._stack) - 1, 0, -1):
+            group = self._stack[depth]
+            parent = self._stack[depth - 1]
+            if name in parent.verdicts:
+                continue  # a test judged already: this line closes nothing
+            if group.name is None:
+                # Unnamed: closed by the first result at its parent's level, whatever it is called.
+                if self._stack[depth - 1].indent <= indent < group.indent:
+                    return depth
+                continue
+            if group.name != name or (group.indent_known and indent >= group.indent):
+                continue
+            if not group.indent_known and group.planned is not None and group.results < group.planned:
+                continue  # without indentation, a same-named leaf is told apart by the unmet plan
+            return depth
+        return None
+
+    @staticmethod
+    def _at_depth_of(group: _Group, parent: _Group, indent: int) -> bool:
+        """Whether a result line at `indent` is one of `group`'s own tests: deeper than the block around it (a
+        shallower one belongs to an outer level; a test's printk can print anything there)."""
+        return indent > parent.indent if group.indent_known else indent >= group.indent
+
+    def _result(self, result: grammar.Result, indent: int) -> list[Event] | None:
+        """The events of a result line, or None when it is no result of the open blocks (it is then a plain line)."""
+        depth = self._closing_depth(result, indent)
+        if depth is not None:
+            return self._close(depth, result)
+        top = self._stack[-1]
+        if len(self._stack) == 1:
+            return []  # a result outside any suite is no case (kselftest's plain tests, a suite that failed to init)
+        if not self._at_depth_of(top, self._stack[-2], indent):
+            return None
+        if len(self._stack) == 2 and result.name in top.verdicts:
+            return self._second_verdict(top, result)
+        top.results += 1
+        diagnostics, top.pending = top.pending, []
+        if len(self._stack) == 2:
+            return self._case(top, result, diagnostics, [])
+        status = _status(result.ok, result.directive, diagnostics)
+        top.params.append(ParamResult(result.name, status, result.reason, tuple(diagnostics)))
+        return []
+
+    def _close(self, depth: int, result: grammar.Result) -> list[Event]:
+        closed = self._stack[depth]
+        del self._stack[depth:]
+        parent = self._stack[-1]
+        parent.results += 1
+        if depth == 1:
+            return self._suite_finished(closed, result)
+        # Lines logged before the block opened, then each parameter's, then those after the last parameter.
+        diagnostics = [*parent.pending, *(line for param in closed.params for line in param.diagnostics)]
+        diagnostics += closed.pending
+        parent.pending = []
+        if depth == 2:
+            return self._case(parent, result, diagnostics, closed.params, nested=True)
+        status = _with_params(_status(result.ok, result.directive, diagnostics), closed.params)
+        parent.params.append(ParamResult(result.name, status, result.reason, tuple(diagnostics)))
+        return []
+
+    def _case(
+        self, suite: _Group, result: grammar.Result, lines: list[str], params: list[ParamResult], nested: bool = False
+    ) -> list[Event]:
+        attributes = dict(suite.attributes)
+        diagnostics: list[str] = []
+        for line in lines:
+            attribute = grammar.case_attribute(line.strip())
+            if attribute and attribute[0] == result.name:
+                attributes[attribute[1]] = attribute[2]
+            else:
+                diagnostics.append(line)
+        if not nested:
+            params = _old_params(result.name, diagnostics)
+        status = _with_params(_status(result.ok, result.directive, diagnostics), params)
+        reason = result.reason
+        if nested and not params and status is Status.PASSED:
+            status, reason = Status.SKIPPED, reason or "no parameter ran"
+        case = CaseResult(
+            suite.name or "", result.name, status, reason, tuple(diagnostics), tuple(params), tuple(attributes.items())
+        )
+        suite.verdicts[case.case] = case.status
+        if suite.name is None:
+            suite.cases.append(case)
+            return []
+        return [case]
+
+    def _second_verdict(self, suite: _Group, result: grammar.Result) -> list[Event] | None:
+        """A second result line for a case of `suite`: only text, unless the first said it passed and this one says
+        it did not. Then the first was not its own (a test can printk any line): the case is reported again, not
+        passed, so a crash after a forged `ok` line is never hidden."""
+        if (
+            suite.verdicts[result.name] is not Status.PASSED
+            or _status(result.ok, result.directive, []) is Status.PASSED
+        ):
+            return None
+        diagnostics, suite.pending = suite.pending, []
+        note = f"an earlier line said {result.name} passed; its own result line says it did not"
+        return self._case(suite, result, [note, *diagnostics], [])
+
+    def _suite_finished(self, closed: _Group, result: grammar.Result) -> list[Event]:
+        status = _status(result.ok, result.directive, closed.pending)
+        name = result.name if closed.name is None else closed.name
+        finished = SuiteFinished(name, status, tuple(closed.attributes.items()))
+        if closed.name is not None:
+            return [finished]
+        # A suite opened by its version line alone: its closing line has just named it.
+        return [SuiteStarted(finished.suite), *(replace(case, suite=finished.suite) for case in closed.cases), finished]
+
+
+def parse(lines: Iterable[str]) -> Iterator[Event]:
+    """Parse a whole console (or a live stream of lines) into events."""
+    parser = KtapParser()
+    for line in lines:
+        yield from parser.feed(line)
+    yield from parser.finish()
+
+
+def since_last_result(lines: list[str]) -> list[str]:
+    """The lines after the last `ok`/`not ok` line (all of them if there is none)."""
+    for index in range(len(lines) - 1, -1, -1):
+        if grammar.result(grammar.clean(lines[index]).strip()):
+            return lines[index + 1 :]
+    return list(lines)

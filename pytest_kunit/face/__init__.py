@@ -1,0 +1,1 @@
+"""The pytest face: settings from options, collection nodes, failure reports, KCIDB results, the session's hooks."""

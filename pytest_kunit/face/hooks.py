@@ -1,0 +1,174 @@
+"""The hooks of a session run with --kunit, registered by plugin.py only then: building, listing, collecting,
+planning, timing and summing up kernel test cases."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..arch import Arch
+from ..errors import KunitError, KunitWarning
+from ..findings.coverage_report import COVERAGE_KEY, gcovr_command, keep_counters, make_report
+from ..findings.sanitizer_verdicts import OUTSIDE_KEY
+from ..fragments.files import collects
+from ..fragments.pipeline import STATE, SessionState
+from ..guest.launch import launcher
+from ..guest.planning import PlannedCase, plan_batches
+from ..host.cache import load_durations, save_durations
+from ..host.cachedir import trusted_cache_dir
+from ..model import Settings
+from ..scaleout.image_service import worker_client
+from ..scaleout.workers import is_worker, run_id, worker_count, worker_durations
+from .kcidb import REPORT_KEY, KcidbWriter, case_run
+from .nodes import MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
+from .report import junit_properties, junit_writer
+from .settings import given
+
+
+def start(config: pytest.Config, settings: Settings, arch: Arch) -> None:
+    """Set the session up, and register the xdist scheduler where xdist runs (plugin.py registers this module)."""
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
+    guest = launcher(arch)
+    for name in guest.unused_options:
+        source = given(config, name)
+        if source is not None:
+            note = f"pytest-kunit: {source} does not apply to arch {arch.name}, and is ignored: {guest.unused_why}"
+            config.issue_config_time_warning(KunitWarning(note), stacklevel=2)
+    if settings.coverage is not None:
+        try:
+            gcovr_command()  # before any build: a missing gcovr is known at once
+        except KunitError as error:
+            raise pytest.UsageError(error.render()) from None
+    try:
+        trusted_cache_dir(settings.cache_dir)
+    except KunitError as error:
+        raise pytest.UsageError(error.render()) from None
+    state = config.stash[STATE] = SessionState(config, settings, arch, session=run_id(config))
+    client = worker_client(config, settings.cache_dir, state.stats)
+    if client is not None:
+        state.remote = client
+        state.runner.decode = client.decode
+        state.runner.obtain = client.obtain
+    if settings.kcidb is not None and not is_worker(config):
+        config.pluginmanager.register(KcidbWriter(config), "kunit-kcidb")
+    # xdist registers under its entry point's name when autoloaded, under its module's with `-p xdist.plugin`.
+    if any(config.pluginmanager.hasplugin(name) for name in ("xdist", "xdist.plugin")):
+        from ..scaleout.scheduling import KunitXdist
+
+        config.pluginmanager.register(KunitXdist(config), "kunit-xdist")
+
+
+def coverage_summary(state: SessionState) -> list[str]:
+    """The run's coverage report, made from every boot's counters; its summary, or why there is none."""
+    boots, output = [Path(boot) for boot in state.runner.coverage_boots], state.settings.coverage
+    if output is None:
+        return []
+    try:
+        return make_report(boots, output).summary()
+    except KunitError as error:
+        return ["no coverage report: " + error.render()]
+    finally:
+        keep_counters(boots, output)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    state = config.stash[STATE]
+    settings = state.settings
+    source = settings.kernel_src or "the kernel tree each fragment lies in, else the packaged tarball"
+    return f"kunit: kernel source {source}; arch {settings.arch}; cache {settings.cache_dir}"
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if collects(parent.config, file_path):
+        nodeid = fragment_nodeid(parent.config, file_path)
+        if nodeid is None:
+            return KunitconfigFile.from_parent(parent, path=file_path)
+        return KunitconfigFile.from_parent(parent, path=file_path, nodeid=nodeid)
+    return None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state = session.config.stash[STATE]
+    config = session.config
+    cases = [
+        PlannedCase(item.nodeid, item.kernel.key, item.suite, item.name)
+        for item in session.items
+        if isinstance(item, KunitCase)
+    ]
+    durations = worker_durations(config)
+    if durations is None:
+        durations = load_durations(state.settings.cache_dir, config.rootpath)
+    state.runner.set_plan(cases, plan_batches(cases, worker_count(config), state.settings.isolate, durations))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    made = yield
+    if isinstance(item, KunitCase):
+        report = made.get_result()
+        item.finish_report(report, call)
+        if item.config.stash[STATE].settings.kcidb is not None:
+            run = case_run(item, report)
+            if run is not None:
+                # On the report, xdist carries it to the controller, which writes the file.
+                setattr(report, REPORT_KEY, asdict(run))
+
+
+@pytest.hookimpl(tryfirst=True)  # before junitxml writes its file
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    state = session.config.stash[STATE]
+    if is_worker(session.config):
+        workeroutput: dict[str, Any] = session.config.workeroutput  # type: ignore[attr-defined]
+        stats = asdict(state.stats)
+        stats.pop("filters")
+        workeroutput["kunit_stats"] = stats
+        workeroutput["kunit_suite_seconds"] = state.runner.suite_seconds
+        workeroutput[OUTSIDE_KEY] = state.runner.outside.dump()
+        workeroutput["kunit_kernels"] = [asdict(kernel) for kernel in state.kernels.values()]
+        workeroutput[COVERAGE_KEY] = state.runner.coverage_boots
+    else:
+        save_durations(state.settings.cache_dir, session.config.rootpath, state.runner.suite_seconds)
+        state.run_failures = state.runner.outside.by_kernel()
+        if state.run_failures and session.exitstatus == pytest.ExitCode.OK:
+            # The run's own failure, no test's: --lf has nothing to rerun, and the terminal summary says why.
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        state.coverage = coverage_summary(state)
+    xml = junit_writer(session.config)
+    if xml is not None:
+        for name, value in junit_properties(state.stats):
+            xml.add_global_property(name, value)
+        for kernel, text in state.run_failures.items():
+            xml.add_global_property("kunit_run_failure", f"{kernel}: {text}")
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    state = config.stash[STATE]
+    stats = state.stats
+    terminalreporter.write_sep("-", "kunit")
+    terminalreporter.write_line(
+        f"kernel builds: {stats.builds} ({stats.build_seconds:.1f} s); "
+        f"guest boots: {stats.boots} ({stats.boot_seconds:.1f} s)"
+    )
+    if stats.fetches:
+        terminalreporter.write_line(
+            f"kernel images fetched from the controller by hosts that share no cache with it: {stats.fetches} "
+            f"({stats.fetched_bytes / 1e6:.1f} MB)"
+        )
+    if stats.reruns:
+        terminalreporter.write_line(
+            f"cases run again in a fresh guest: {stats.reruns} (an earlier crash in their guest, a signal from "
+            "outside, or a silence with later cases to run; each case's report says which)"
+        )
+    for line in state.coverage:
+        terminalreporter.write_line(line)
+    if config.option.verbose > 0:
+        for number, kernel_filter in enumerate(stats.filters, 1):
+            terminalreporter.write_line(f"boot {number}: {kernel_filter}")
+    for kernel, text in state.run_failures.items():
+        terminalreporter.write_sep("=", f"kunit: the run failed: {kernel}: kernel reports outside any case", red=True)
+        terminalreporter.write_line(text)

@@ -1,0 +1,204 @@
+"""pytest nodes: a kunitconfig file collects suites, a suite collects its kernel test cases."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..console.ktap import Status
+from ..errors import KunitError, KunitWarning, warning_as_error
+from ..fragments.pipeline import STATE, SessionState
+from ..guest.planning import is_slow
+from ..kbuild.case_locations import location_of
+from .report import earlier_text, params_text, render_failure
+
+if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr  # a type only: pytest names it in Item.repr_failure's signature
+
+    from ..findings.outcomes import Outcome
+    from ..model import Kernel
+
+
+class KunitCaseError(Exception):
+    """A kernel test case did not pass: carries the console's own evidence; its text is the failure paragraph."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(render_failure(outcome))
+        self.outcome = outcome
+
+
+# Markers from KUnit's test attributes (6.6+): `-m "not slow"` leaves out what KUnit calls slow or very_slow.
+SLOW_MARKER = "slow"
+MARKERS = (
+    f"{SLOW_MARKER}: a kernel test case KUnit marks speed: slow or very_slow",
+    "kunit_module(name): the kernel module a KUnit suite belongs to",
+)
+
+
+def fragment_nodeid(config: pytest.Config, path: Path) -> str | None:
+    """A readable, stable node id for a fragment outside the rootdir (pytest would give it an empty one).
+
+    Inside the rootdir pytest's own id stands. Outside it: the path relative to the directory pytest was started in
+    when it lies below it, else the absolute path. Either way the same on every xdist worker and across runs.
+    """
+    resolved = path.resolve()
+    try:
+        resolved.relative_to(config.rootpath)
+        return None
+    except ValueError:
+        pass
+    base = config.invocation_params.dir.resolve()
+    try:
+        return resolved.relative_to(base).as_posix()
+    except ValueError:
+        return resolved.as_posix()
+
+
+def _state(node: pytest.Item | pytest.Collector) -> SessionState:
+    return node.config.stash[STATE]
+
+
+class KunitconfigFile(pytest.File):
+    """A kunitconfig fragment: building it gives one kernel, whose suites become collectors."""
+
+    def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
+        kernel = _state(self).kernel_for(self.path, self.nodeid)
+        suites: dict[str, list[str]] = {}
+        for suite, case in kernel.cases:
+            if kernel.suites is None or suite in kernel.suites:
+                suites.setdefault(suite, []).append(case)
+        for suite, cases in suites.items():
+            yield KunitSuite.from_parent(self, name=suite, kernel=kernel, cases=cases)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
+        if isinstance(excinfo.value, KunitError):
+            return excinfo.value.render()
+        if isinstance(excinfo.value, KunitWarning):
+            return warning_as_error(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class KunitSuite(pytest.Collector):
+    def __init__(self, *, kernel: Kernel, cases: list[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.kernel = kernel
+        self.cases = cases
+
+    def collect(self) -> Iterable[pytest.Item]:
+        for case in self.cases:
+            yield KunitCase.from_parent(self, name=case, kernel=self.kernel, suite=self.name)
+
+
+class KunitCase(pytest.Item):
+    """One kernel test case: carries its kernel and suite, so nothing is recovered from its node id."""
+
+    def __init__(self, *, kernel: Kernel, suite: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.kernel = kernel
+        self.suite = suite
+        self.outcome: Outcome | None = None
+        self.attributes = dict(kernel.attributes.get((suite, self.name), ()))
+        if is_slow(tuple(self.attributes.items())):
+            self.add_marker(SLOW_MARKER)
+        if "module" in self.attributes:
+            self.add_marker(pytest.mark.kunit_module(self.attributes["module"]))
+        # Every attribute the kernel gave this case reaches JUnit's properties.
+        self.user_properties.extend((f"kunit_{name}", value) for name, value in self.attributes.items())
+
+    def setup(self) -> None:
+        failure: KunitError | None = None
+        try:
+            self.outcome = _state(self).runner.outcome(self.kernel, self.suite, self.name, self.nodeid)
+        except KunitError as error:
+            failure = error
+        except KunitWarning as warning:
+            failure = KunitError(warning_as_error(warning))
+        if failure is not None:
+            # pytest renders set-up errors itself (a traceback), never through repr_failure; outside the `except`,
+            # so no "during handling" chain is shown either.
+            pytest.fail(failure.render(), pytrace=False)
+        assert self.outcome is not None
+        if self.outcome.result.status is Status.NO_RESULT:
+            # No result line is an error of the run (reported at setup), never a pass.
+            self._attach_console("setup")
+            pytest.fail(render_failure(self.outcome), pytrace=False)
+
+    def runtest(self) -> None:
+        assert self.outcome is not None
+        result = self.outcome.result
+        if result.params:
+            self.add_report_section("call", "kunit parameters", params_text(result))
+        if self.outcome.earlier:
+            # Also for a case that passed on its rerun: a pass in the second guest is worth knowing about.
+            self.add_report_section("call", "kunit rerun", earlier_text(self.outcome))
+        if result.status is Status.PASSED:
+            return
+        if result.status is Status.SKIPPED:
+            pytest.skip(result.reason or "skipped by the kernel")  # finish_report points it at the case
+        if result.status is Status.XFAIL:
+            raise pytest.xfail.Exception(result.reason or "the kernel expected this case to fail")
+        self._attach_console("call")
+        raise KunitCaseError(self.outcome)
+
+    def _attach_console(self, when: str) -> None:
+        """The case's own slice of the console; the boot's whole console (its file is named in the failure) only
+        with -v."""
+        assert self.outcome is not None
+        if self.outcome.lines:
+            self.add_report_section(when, f"kunit console: {self.suite}.{self.name}", "\n".join(self.outcome.lines))
+        if self.config.option.verbose <= 0:
+            return
+        try:
+            console = self.outcome.console.read_text(errors="replace")
+        except OSError:
+            return
+        self.add_report_section(when, f"kunit console ({self.outcome.console})", console)
+
+    def finish_report(self, report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
+        """What pytest's own report of a case lacks: the case's time, a skip located at the case, a failure's
+        one-line headline (JUnit's message=, the short summary) above its whole paragraph."""
+        self._time_report(report)
+        if report.skipped and isinstance(report.longrepr, tuple):
+            # Where the kernel's case is, not the line of this module that reported the skip.
+            path, line, _ = self.reportinfo()
+            report.longrepr = (str(path), (line or 0) + 1, report.longrepr[2])
+        if report.failed and call.excinfo is not None:
+            self._headline(report.longrepr, str(call.excinfo.value))
+
+    def _headline(self, representation: object, text: str) -> None:
+        """A failure's crash line is its paragraph's first line at the case's location (pytest would take the whole
+        multi-line text at the line of this module that raised it)."""
+        crash = getattr(representation, "reprcrash", None)
+        if crash is None or not text.strip():
+            return
+        path, line, _ = self.reportinfo()
+        crash.path, crash.lineno, crash.message = str(path), (line or 0) + 1, text.strip().splitlines()[0]
+
+    def _time_report(self, report: pytest.TestReport) -> None:
+        """Give the report the case's own run time, as the console tells it (what JUnit and --durations show); the
+        set-up, which may have booted the guest for the whole batch, none: boots are the session's time."""
+        if self.outcome is None:
+            return  # no boot answered: the time measured is all there is
+        if report.when == "setup":
+            report.duration = 0.0
+        elif report.when == "call" and self.outcome.seconds is not None:
+            report.duration = self.outcome.seconds
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
+        if isinstance(excinfo.value, KunitCaseError):
+            # pytest's own representation, which xdist and JUnit carry whole; its body the paragraph as it is.
+            return super().repr_failure(excinfo, style="value")
+        if isinstance(excinfo.value, KunitError):
+            return excinfo.value.render()
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path | str, int | None, str]:
+        name = f"{self.suite}.{self.name}"
+        location = location_of(_state(self).locations.get(self.kernel.key, {}), self.suite, self.name)
+        if location is not None:
+            return self.kernel.tree / location[0], location[1] - 1, name
+        # The C definition was not found (e.g. generated by a macro): point at the fragment that built it.
+        return self.path, 0, name

@@ -1,0 +1,100 @@
+"""What a user reads of a case: its failure paragraph, its parameters, its reruns; the session's figures in JUnit."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..console import oops
+from ..console.ktap import CaseResult, Status
+from ..findings.sanitizer_verdicts import reports_text
+
+if TYPE_CHECKING:
+    from ..findings.outcomes import Outcome
+    from ..model import Stats
+
+
+def params_text(result: CaseResult) -> str:
+    lines = []
+    for param in result.params:
+        suffix = f" # {param.reason}" if param.reason else ""
+        lines.append(f"{param.status.value:>10}  {param.name}{suffix}")
+    return "\n".join(lines) + "\n"
+
+
+_HEADLINES = {
+    Status.FAILED: "FAILED",
+    Status.CRASHED: "CRASHED: the test thread died",
+    Status.TIMED_OUT: "TIMED OUT",
+    Status.NO_RESULT: "NO RESULT: the kernel printed no result line for this case",
+}
+
+
+def render_failure(outcome: Outcome) -> str:
+    result = outcome.result
+    headline = f"{result.suite}.{result.case} {_HEADLINES.get(result.status, result.status.value.upper())}"
+    if result.location is not None:
+        headline += f" at {result.location.file}:{result.location.line}"
+    module = dict(result.attributes).get("module")
+    if module:
+        headline += f" (module {module})"
+    parts = [headline]
+    if outcome.reports:
+        titles = "; ".join(report.title() for report in outcome.reports)
+        said = f" (its own result line said {outcome.said.value}: KUnit did not see it)" if outcome.said else ""
+        parts.append(f"sanitizer report while this case ran{said}: {titles}")
+    if outcome.error:
+        parts.append(outcome.error)
+    if outcome.earlier:
+        parts.append(earlier_text(outcome))
+    failing = [param for param in result.params if param.status not in (Status.PASSED, Status.SKIPPED)]
+    if failing:
+        parts.append("failing parameters: " + ", ".join(param.name for param in failing))
+    crash_report = bool(outcome.evidence) and result.status is not Status.FAILED
+    diagnostics = list(result.diagnostics)
+    if crash_report:
+        # The decoded crash report below replaces the raw one the diagnostics hold: the oops is shown once.
+        diagnostics = diagnostics[: len(diagnostics) - len(oops.fault_lines(diagnostics))]
+    if diagnostics:
+        parts.append("\n".join(diagnostics))
+    if crash_report:
+        parts.append("kernel crash report:\n" + "\n".join(outcome.evidence))
+    if outcome.reports:
+        parts.append(reports_text(outcome.reports))
+    parts.append(f"console: {outcome.console}")
+    return "\n".join(parts)
+
+
+def earlier_text(outcome: Outcome) -> str:
+    """How the guests before the one that gave this outcome stopped while the case ran."""
+    lines = [f"guest {number}: {stop}" for number, stop in enumerate(outcome.earlier, 1)]
+    lines.append(f"guest {len(outcome.earlier) + 1}, fresh: the result above")
+    why = "run again in a fresh guest, since an earlier one stopped for a reason that may not have been this case's:"
+    return why + "\n" + "\n".join(lines)
+
+
+def junit_properties(stats: Stats) -> list[tuple[str, str]]:
+    """The session's own figures, as JUnit <testsuite> properties: what no single case's time includes."""
+    return [
+        ("kunit_builds", str(stats.builds)),
+        ("kunit_build_seconds", f"{stats.build_seconds:.3f}"),
+        ("kunit_boots", str(stats.boots)),
+        ("kunit_boot_seconds", f"{stats.boot_seconds:.3f}"),
+    ]
+
+
+def junit_writer(config: pytest.Config) -> Any | None:
+    """The --junitxml report this process writes, to add <testsuite> properties to; None without one (an xdist worker
+    never writes it). pytest offers no public handle on it: its stash key where this pytest keeps it there, else the
+    plugin object junitxml registers, which is the same object."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:
+        return registered_junit_writer(config)
+    return config.stash.get(xml_key, None)
+
+
+def registered_junit_writer(config: pytest.Config) -> Any | None:
+    plugins = config.pluginmanager.get_plugins()
+    return next((plugin for plugin in plugins if callable(getattr(plugin, "add_global_property", None))), None)

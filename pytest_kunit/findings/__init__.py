@@ -1,0 +1,1 @@
+"""Findings on a boot's console: each case's outcome, sanitizer reports, the final scans, coverage."""

@@ -1,0 +1,193 @@
+"""The guest's userspace after KUnit: an initramfs of Debian's static busybox whose /init makes kmemleak's final scan
+and copies GCOV counters onto the console, then ends the guest.
+
+KUnit runs before /init (kernel_init_freeable), so with `kunit_shutdown=none` the kernel goes on to the initramfs once
+the last suite is done. /init reads what to do from the kernel command line (dotted parameters the kernel ignores) and
+reboots at once on a list boot (`kunit.action=`); QEMU's -no-reboot ends the guest.
+"""
+
+from __future__ import annotations
+
+import binascii
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import KunitError, KunitWarning
+from ..kernel.kconfig import read_dotconfig
+from .sanitizer_verdicts import OutsideReport
+
+# What /init needs of the kernel: an initramfs, a script interpreter and busybox's ELF, and debugfs for both jobs.
+KCONFIG = (
+    "CONFIG_DEBUG_FS=y",
+    "CONFIG_BLK_DEV_INITRD=y",
+    "CONFIG_BINFMT_ELF=y",
+    "CONFIG_BINFMT_SCRIPT=y",
+)
+BUSYBOX = Path("/bin/busybox")  # Debian's busybox-static
+GCOV_ARG = "pytest_kunit.gcov"  # =DIRS (comma-separated, or `all`): copy these directories' counters out
+KMEMLEAK_ARG = "pytest_kunit.kmemleak=scan"
+SCAN_BEGIN, SCAN_END = "pytest-kunit: kmemleak's final scan", "pytest-kunit: kmemleak's final scan done"
+SCAN_BUSY = "pytest-kunit: kmemleak's final scan still running"
+GCOV_BEGIN, GCOV_END = "pytest-kunit-gcov-begin", "pytest-kunit-gcov-end"
+ALL = "all"
+
+INIT = f"""#!/bin/busybox sh
+# pytest-kunit's /init: KUnit has run. kmemleak's final scan, then the GCOV counters of the tested directories.
+B=/bin/busybox
+$B mount -t proc proc /proc
+dirs=
+leaks=
+for word in $($B cat /proc/cmdline); do
+    case "$word" in
+        kunit.action=*) $B reboot -f ;;
+        {GCOV_ARG}=*) dirs="${{word#{GCOV_ARG}=}}" ;;
+        {KMEMLEAK_ARG}) leaks=1 ;;
+    esac
+done
+$B mount -t sysfs sysfs /sys
+$B mount -t debugfs debugfs /sys/kernel/debug
+if [ -n "$leaks" ]; then
+    echo "{SCAN_BEGIN}"
+    # kmemleak reports no object younger than 5 s, and none whose contents changed since the scan before: the
+    # first scan records them, the second reports the leaks. The list is printed whether or not kmemleak.verbose is.
+    $B sleep 5
+    # A scan prints nothing until it ends; on a KASAN kernel under a loaded TCG host that outlasts the runner's
+    # silence watchdog (the case timeout plus a quarter): say every 10 s that it still runs.
+    ( while :; do $B sleep 10; echo "{SCAN_BUSY}"; done ) &
+    busy=$!
+    echo scan > /sys/kernel/debug/kmemleak
+    echo scan > /sys/kernel/debug/kmemleak
+    kill $busy
+    $B cat /sys/kernel/debug/kmemleak
+    echo "{SCAN_END}"
+fi
+if [ -n "$dirs" ]; then
+    $B mkdir -p /out
+    cd /sys/kernel/debug/gcov
+    for f in $($B find . -name '*.gcda'); do
+        keep=
+        [ "$dirs" = {ALL} ] && keep=1
+        for d in $(echo "$dirs" | $B tr , ' '); do
+            case "$f" in */"$d"/*) keep=1 ;; esac
+        done
+        [ -n "$keep" ] || continue
+        $B mkdir -p "/out/${{f%/*}}"
+        # debugfs gives no size: copy by reading, not with tar.
+        $B cat "$f" > "/out/$f"
+    done
+    echo {GCOV_BEGIN}
+    cd /out && $B tar -c . | $B gzip -c | $B base64
+    echo {GCOV_END}
+fi
+$B reboot -f
+"""
+
+
+@dataclass(frozen=True)
+class AfterKunit:
+    """What /init does on every test boot of one kernel."""
+
+    kmemleak: bool = False  # make kmemleak's final scan
+    gcov: tuple[str, ...] | None = None  # copy out the counters of these directories (empty: all); None: none
+
+    @property
+    def wanted(self) -> bool:
+        return self.kmemleak or self.gcov is not None
+
+    def kernel_args(self) -> tuple[str, ...]:
+        if not self.wanted:
+            return ()
+        args = ["kunit_shutdown=none"]
+        if self.kmemleak:
+            args.append(KMEMLEAK_ARG)
+        if self.gcov is not None:
+            args.append(f"{GCOV_ARG}={','.join(self.gcov) or ALL}")
+        return tuple(args)
+
+
+def kmemleak_scan(dotconfig: Path) -> bool:
+    """Whether the kernel whose .config this is gets kmemleak's final scan: it has kmemleak and what /init needs. A
+    kmemleak kernel without the latter runs with its periodic scans only (a warning says so)."""
+    values = read_dotconfig(dotconfig.read_text()) if dotconfig.is_file() else {}
+    if values.get("CONFIG_DEBUG_KMEMLEAK") != "y":
+        return False
+    missing = [line.split("=")[0] for line in KCONFIG if values.get(line.split("=")[0]) != "y"]
+    if missing:
+        note = (
+            f"pytest-kunit: the kernel in {dotconfig.parent} has kmemleak but not {', '.join(missing)}, which its "
+            "final scan at the end of each boot needs (an initramfs runs it): leaks are reported only by kmemleak's "
+            "own periodic scans, the first one minute after boot. Use --kunit-sanitize kmemleak, or add "
+            + " ".join(KCONFIG)
+            + " to the fragment."
+        )
+        warnings.warn(KunitWarning(note), stacklevel=2)
+        return False
+    return True
+
+
+def unfinished_scan(
+    kernel: str, boot_args: Sequence[str], console: Sequence[str], killed_for: str, path: Path
+) -> OutsideReport | None:
+    """An error of the run for a boot that ran every case and was to end with kmemleak's final scan but whose console
+    never shows the scan done: the guest died or was killed first, and no leak reported must mean none found."""
+    if KMEMLEAK_ARG not in boot_args or any(SCAN_END in line for line in console):
+        return None
+    why = killed_for or "the guest's console ended there"
+    last = next((line for line in reversed(console) if line.strip()), "(nothing)")
+    return OutsideReport(
+        kernel,
+        "kmemleak",
+        "kmemleak's final scan did not finish: leaks found by it, if any, went unreported.",
+        "after the last suite",
+        (f"The boot ran every case, then {why}.", f"Its console's last line: {last}"),
+        str(path),
+        missing=True,
+    )
+
+
+def _cpio_entry(name: str, mode: int, data: bytes = b"", rdev: tuple[int, int] = (0, 0), ino: int = 0) -> bytes:
+    """One entry of a newc cpio archive (the initramfs format), padded to four bytes."""
+    encoded = name.encode() + b"\0"
+    fields = (ino, mode, 0, 0, 1, 0, len(data), 0, 0, rdev[0], rdev[1], len(encoded), 0)
+    header = b"070701" + b"".join(f"{field:08x}".encode() for field in fields)
+    entry = header + encoded
+    entry += b"\0" * (-len(entry) % 4)
+    return entry + data + b"\0" * (-len(data) % 4)
+
+
+def initramfs(cache_dir: Path, why: str) -> Path:
+    """The initramfs (built once into the cache): busybox, /init, /dev/console for init's output and /dev/null. `why`
+    names the option that needs it, for the error if busybox is missing."""
+    if not BUSYBOX.is_file():
+        raise KunitError(
+            f"{why} needs a static busybox at {BUSYBOX}, for the guest's /init that runs after KUnit.",
+            "install it: apt-get install busybox-static (the README's set-up command does this).",
+        )
+    busybox = BUSYBOX.read_bytes()
+    archive = b"".join(
+        [
+            _cpio_entry("bin", 0o40755, ino=1),
+            _cpio_entry("bin/busybox", 0o100755, busybox, ino=2),
+            _cpio_entry("init", 0o100755, INIT.encode(), ino=3),
+            _cpio_entry("dev", 0o40755, ino=4),
+            _cpio_entry("dev/console", 0o20600, rdev=(5, 1), ino=5),
+            _cpio_entry("dev/null", 0o20666, rdev=(1, 3), ino=9),  # the shell's stdin for a job run in the background
+            *(_cpio_entry(name, 0o40755, ino=6 + index) for index, name in enumerate(("proc", "sys", "out"))),
+            _cpio_entry("TRAILER!!!", 0),
+        ]
+    )
+    path = cache_dir / "initramfs" / f"initramfs-{binascii.crc32(archive):08x}.cpio"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}")
+        temporary.write_bytes(archive)
+        temporary.replace(path)
+    return path
+
+
+def with_gcov_dirs(args: Sequence[str], dirs: Sequence[str]) -> tuple[str, ...]:
+    """Boot arguments whose counters to copy are narrowed to `dirs` (the suites' own directories, once listed)."""
+    return tuple(f"{GCOV_ARG}={','.join(dirs) or ALL}" if arg.startswith(f"{GCOV_ARG}=") else arg for arg in args)

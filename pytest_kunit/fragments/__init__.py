@@ -1,0 +1,1 @@
+"""Each kunitconfig fragment's kernel: the fragments a run collects, their builds, kernels shared or reused."""

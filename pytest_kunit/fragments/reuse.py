@@ -1,0 +1,112 @@
+"""Kernels built before that serve a fragment never built (--kunit-reuse-kernels, on by default).
+
+A fragment whose own kernel was never built may run in a kernel built earlier (by another fragment, a union of
+--kunit-share-kernels, another session) for the same tree, patches and architecture, when that kernel provably runs
+the fragment's suites as the fragment's own kernel would: every setting of the fragment's own configuration holds
+there, and no source its suites are compiled from tests a symbol the two set differently (membership.py). The
+fragment then runs only its own suites, in boots of its own, as in a shared kernel. Anything less sure, and it builds
+its own kernel, as without the option. Each finished build records what it was built from (build.RECORD); the kernel
+is brought up to date with the tree before it serves (an edit since builds it incrementally).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import BuildError, ConfigError
+from ..host.progress import Progress
+from ..kbuild import membership
+from ..kbuild.membership import unrepresentable
+from ..kernel.build import RECORD, BuildRecord, BuildRequest, build_dir_of, completed_config
+from ..kernel.kconfig import parse_fragment, read_dotconfig
+from ..kernel.out_of_tree import suite_dir_for
+from ..model import Kernel
+from .sharing import own_suites, shown_path
+
+if TYPE_CHECKING:
+    from .builder import KernelBuilder, TreeChoice
+
+
+def candidates(request: BuildRequest) -> list[tuple[Path, BuildRecord]]:
+    """Finished builds of the request's tree and architecture other than its own, the most recently built first."""
+    own = build_dir_of(request)
+    found = []
+    for record_file in (request.cache_dir / "build").glob(f"*/{RECORD}"):
+        record = BuildRecord.read(record_file)
+        directory = record_file.parent
+        if record is None or directory == own or (record.tree, record.arch) != (request.tree.key, request.arch.name):
+            continue
+        if (directory / request.arch.make.image).exists():
+            found.append((record_file.stat().st_mtime_ns, directory, record))
+    return [(directory, record) for _, directory, record in sorted(found, key=lambda entry: -entry[0])]
+
+
+class Reuse:
+    """One session's look for kernels that serve its fragments."""
+
+    def __init__(self, state: KernelBuilder) -> None:
+        self.state = state
+
+    def kernel(self, path: Path, key: str, request: BuildRequest, choice: TreeChoice) -> Kernel | None:
+        """A kernel built before that serves `path` (its node id `key`), holding only its own suites; None: build."""
+        state = self.state
+        suite = suite_dir_for(path)
+        wanted = (suite.name, suite.digest()) if suite else None
+        try:
+            alone = read_dotconfig(completed_config(request, Progress(state.config)))
+        except (BuildError, ConfigError):
+            return None  # its own build says why
+        for directory, record in candidates(request):
+            if wanted is not None and wanted not in record.placed:
+                continue  # built without this out-of-tree suite, or from other sources of it
+            try:
+                held = read_dotconfig((directory / ".config").read_text())
+            except OSError:
+                continue
+            if unrepresentable(held, alone):
+                continue  # the cheap refusal: a setting of the fragment's own that this kernel lacks
+            if not self._covers(path, request.tree.path, directory, held, alone):
+                continue
+            described = f"the kernel built for {record.label or 'another fragment'} ({directory})"
+            served = self._served(path, key, request, choice, record, described)
+            if served is not None:
+                return served
+        return None
+
+    def _covers(self, path: Path, tree: Path, directory: Path, held: dict[str, str], alone: dict[str, str]) -> bool:
+        """membership's answer from the kernel's build as it stands, before anything is built to bring it up to date
+        (own_suites asks again of the kernel as it then is)."""
+        state = self.state
+        try:
+            with tempfile.TemporaryDirectory(dir=state.settings.cache_dir) as scratch:
+                membership.suites_alone(tree, directory, held, alone, Path(scratch))
+        except (membership.Unknown, OSError) as why:
+            shown = shown_path(path.resolve(), state.config.invocation_params.dir.resolve())
+            Progress(state.config).phase(f"{shown} does not run in the kernel in {directory}: {why}")
+            return False
+        return True
+
+    def _served(
+        self, path: Path, key: str, request: BuildRequest, choice: TreeChoice, record: BuildRecord, described: str
+    ) -> Kernel | None:
+        state = self.state
+        theirs = replace(
+            request,
+            fragment=parse_fragment(record.fragment, f"the build record of {described}"),
+            extra_key=record.extra_key,
+            placed=record.placed,
+            label=record.label,
+        )
+        shown = shown_path(path.resolve(), state.config.invocation_params.dir.resolve())
+        try:
+            kernel = state.build_request(f"{shown} (reusing {described})", key, theirs, choice)
+        except (BuildError, ConfigError) as error:
+            Progress(state.config).phase(f"{shown} does not reuse {described}: {error.args[0]}")
+            return None
+        suites = own_suites(state, path, kernel, described)
+        if suites is None:
+            return None
+        return replace(kernel, suites=frozenset(suites))

@@ -1,0 +1,239 @@
+"""Fragments that share one kernel (--kunit-share-kernels): one build for a run's fragments of one tree.
+
+Before the first build, the fragments the run will collect are found (the same walk on every xdist worker); those
+built from one tree with one set of patches form a group, and the group builds one kernel from all their lines, the
+union. Each fragment then runs, in boots of its own, exactly the suites its own kernel would hold: its configuration
+is completed alone (`syncconfig`, seconds) and membership.suites_alone reads from the union's objects which suites
+that configuration keeps. A fragment that sets a symbol another sets otherwise, a union that does not build, and a
+fragment whose suites cannot be told for sure are built alone, as without the option: it never changes which cases a
+fragment has, only the configuration around them (the other fragments' symbols), which the real tier compares
+verdict by verdict (tests/real/test_shared_kernel.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import BuildError, ConfigError
+from ..host.cache import write_atomically
+from ..host.progress import Progress
+from ..kbuild import membership
+from ..kernel.build import completed_config
+from ..kernel.kconfig import Fragment, parse_fragment, read_dotconfig
+from ..kernel.out_of_tree import suite_dir_for
+from ..model import Kernel
+from .files import fragments_in_run
+
+if TYPE_CHECKING:
+    from .builder import KernelBuilder
+
+
+@dataclass(frozen=True)
+class Group:
+    """Fragments that share one kernel, in the order the run collects them."""
+
+    members: tuple[Path, ...]
+
+    def describe(self, base: Path) -> str:
+        """One word (the "built" line's name): each member relative to `base` (in-tree fragments are all named
+        .kunitconfig) where it lies below it."""
+        return "+".join(shown_path(path, base) for path in self.members)
+
+
+def shown_path(path: Path, base: Path) -> str:
+    return os.path.relpath(path, base) if path.is_relative_to(base) else str(path)
+
+
+def plan_groups(
+    paths: Sequence[Path], fragment_of: Callable[[Path], Fragment | None], tree_of: Callable[[Path], Hashable | None]
+) -> dict[Path, Group]:
+    """Each shared fragment's group: fragments of one tree (`tree_of`; None: never shared), in order, leaving out
+    one that sets a symbol an earlier member sets to another value (`# CONFIG_X is not set` included), and one that
+    cannot be read (`fragment_of` None: its own build says why). A group needs two members."""
+    by_tree: dict[Hashable, list[Path]] = {}
+    fragments: dict[Path, Fragment] = {}
+    for path in paths:
+        tree, fragment = tree_of(path), fragment_of(path)
+        if tree is not None and fragment is not None:
+            by_tree.setdefault(tree, []).append(path)
+            fragments[path] = fragment
+    groups: dict[Path, Group] = {}
+    for candidates in by_tree.values():
+        chosen: list[Path] = []
+        values: dict[str, str] = {}
+        for path in candidates:
+            entries = fragments[path].entries
+            if any(values.get(entry.symbol, entry.value) != entry.value for entry in entries):
+                continue
+            chosen.append(path)
+            values.update((entry.symbol, entry.value) for entry in entries)
+        if len(chosen) > 1:
+            group = Group(tuple(chosen))
+            groups.update((path, group) for path in chosen)
+    return groups
+
+
+def union_fragment(fragments: Iterable[Fragment]) -> Fragment:
+    total = Fragment(())
+    for fragment in fragments:
+        total = total + fragment
+    return total
+
+
+def shown_names(build_dir: Path, cases: Sequence[tuple[str, str]], stored: set[str]) -> set[str]:
+    """The names the kernel lists `stored` suites under. The objects store most suites' names as the kernel prints
+    them; the series' module_test() suites take theirs at boot from their module: those, stored under a name the
+    kernel never prints, pair in link order with the printed names no object stores. The kernel's own order is not
+    the objects' (6.12 lists init-time suites first), so nothing else is paired by position; counts that do not match
+    raise membership.Unknown."""
+    order = [name for item in membership.suite_objects(build_dir) for name in item.suites]
+    listed = list(dict.fromkeys(suite for suite, _ in cases))
+    printed, known = set(listed), set(order)
+    renamed = [name for name in order if name not in printed]
+    unstored = [shown for shown in listed if shown not in known]
+    if len(order) != len(listed) or len(renamed) != len(unstored) or len(set(renamed)) != len(renamed):
+        raise membership.Unknown(
+            f"the kernel lists {len(listed)} suites, its objects register {len(order)}, "
+            f"{len(renamed)} under names the kernel does not print"
+        )
+    names = {name: name for name in known & printed} | dict(zip(renamed, unstored, strict=True))
+    return {names[name] for name in stored}
+
+
+def superset(configs: Iterable[Mapping[str, str]]) -> str:
+    """Fragment lines enabling every symbol one of `configs` enables (y over m), and setting every other value all
+    of them that set it agree on (a string, a number); values they disagree on are left to Kconfig."""
+    values: dict[str, set[str]] = {}
+    for config in configs:
+        for symbol, value in config.items():
+            values.setdefault(symbol, set()).add(value)
+    lines = []
+    for symbol, seen in sorted(values.items()):
+        if seen <= {"y", "m"}:
+            lines.append(f"{symbol}={'y' if 'y' in seen else 'm'}")
+        elif len(seen) == 1:
+            lines.append(f"{symbol}={seen.pop()}")
+    return "\n".join(lines) + "\n"
+
+
+class Sharing:
+    """One session's shared kernels: which fragments share, each union built once, each member's own suites."""
+
+    def __init__(self, state: KernelBuilder) -> None:
+        self.state = state
+        self._groups: dict[Path, Group] | None = None
+        self._unions: dict[Group, Kernel | None] = {}
+        self._fragments: dict[Path, Fragment] = {}
+
+    def _fragment(self, path: Path) -> Fragment:
+        """A member's fragment, read (and its pytest_kunit_kconfig hooks called) once a session."""
+        if path not in self._fragments:
+            self._fragments[path] = self.state.fragment_for(path)
+        return self._fragments[path]
+
+    def kernel(self, path: Path, key: str) -> Kernel | None:
+        """The shared kernel `path` runs on, holding only its own suites; None: build it alone."""
+        group = self.groups().get(path.resolve())
+        if group is None:
+            return None
+        union = self._union(group, key)
+        if union is None:
+            return None
+        suites = self._own_suites(path, group, union)
+        if suites is None:
+            return None
+        if key != union.key:  # the first member's record carries the build's seconds; the others built nothing
+            self.state.kernels[key] = replace(self.state.kernels[union.key], key=key, seconds=None)
+        return replace(union, key=key, suites=frozenset(suites))
+
+    def _describe(self, group: Group) -> str:
+        return group.describe(self.state.config.invocation_params.dir.resolve())
+
+    def _shown(self, path: Path) -> str:
+        return shown_path(path.resolve(), self.state.config.invocation_params.dir.resolve())
+
+    def groups(self) -> dict[Path, Group]:
+        if self._groups is None:
+            self._groups = plan_groups(fragments_in_run(self.state.config), self._fragment_or_none, self._tree_of)
+        return self._groups
+
+    def _fragment_or_none(self, path: Path) -> Fragment | None:
+        try:
+            return self._fragment(path)
+        except ConfigError:
+            return None
+
+    def _tree_of(self, path: Path) -> Hashable | None:
+        choice = self.state.tree_choice(path)
+        # A directory is built in place, unless out-of-tree suites must be placed into a copy of it.
+        copied = choice.source.is_dir() and suite_dir_for(path) is not None
+        return (choice.source, choice.patch_dirs, copied)
+
+    def _union(self, group: Group, key: str) -> Kernel | None:
+        """The group's kernel, built once (registered under the first asking fragment's key); None if it fails:
+        each member's own build then says what it says alone."""
+        if group not in self._unions:
+            try:
+                self._unions[group] = self._build_union(group, key)
+            except (BuildError, ConfigError) as error:
+                message = f"the kernel shared by {self._describe(group)} failed; each builds alone: {error.args[0]}"
+                Progress(self.state.config).phase(message)
+                self._unions[group] = None
+        return self._unions[group]
+
+    def _build_union(self, group: Group, key: str) -> Kernel:
+        """A kernel whose configuration holds each member's own: every symbol any member's completed configuration
+        enables (a fragment's lines alone would let one member's EXPERT=y turn off defaults the others keep), then
+        every member's own lines; whatever Kconfig does not keep of it is left out before the build, so that the
+        build's check of its lines passes and membership.py finds what the union lacks."""
+        state, first = self.state, group.members[0]
+        explicit = union_fragment(self._fragment(path) for path in group.members)
+        progress = Progress(state.config)
+        completed = [completed_config(state.request(path, self._fragment(path))[0], progress) for path in group.members]
+        wanted = parse_fragment(superset(read_dotconfig(text) for text in completed), "the members' configurations")
+        wanted = wanted + explicit
+        held = read_dotconfig(completed_config(state.request(first, wanted, group.members[1:])[0], progress))
+        kept = Fragment(tuple(entry for entry in wanted.entries if held.get(entry.symbol, "n") == entry.value))
+        request, choice = state.request(first, kept, together=group.members[1:])
+        return state.build_request(self._describe(group), key, request, choice)
+
+    def _own_suites(self, path: Path, group: Group, union: Kernel) -> set[str] | None:
+        return own_suites(self.state, path, union, f"the kernel shared by {self._describe(group)}")
+
+
+def own_suites(state: KernelBuilder, path: Path, kernel: Kernel, described: str) -> set[str] | None:
+    """The suites `path`'s own kernel would hold, read from `kernel`'s build (a kernel configured for more), by the
+    names the kernel prints, when `kernel` provably runs them as `path`'s own would (membership.py); kept in the
+    cache for the next run. None (said why) if not."""
+    progress = Progress(state.config)
+    build_dir = kernel.build.build_dir
+    shown = shown_path(path.resolve(), state.config.invocation_params.dir.resolve())
+    try:
+        request, _ = state.request(path, state.fragment_for(path))
+        alone_text = completed_config(request)
+        # Whatever changes either side's answer changes the image or the configuration completed alone.
+        digest = hashlib.sha256(f"v3\0{kernel.build.image_digest}\0{alone_text}".encode()).hexdigest()[:16]
+        known = state.settings.cache_dir / "shared" / f"{digest}.json"
+        if known.exists():
+            suites = set(json.loads(known.read_text()))
+        else:
+            shared = read_dotconfig((build_dir / ".config").read_text())
+            with tempfile.TemporaryDirectory(dir=state.settings.cache_dir) as scratch:
+                stored = membership.suites_alone(
+                    kernel.tree, build_dir, shared, read_dotconfig(alone_text), Path(scratch)
+                )
+            suites = shown_names(build_dir, state.listing(kernel).cases, stored)
+            known.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(known, json.dumps(sorted(suites)))
+    except (membership.Unknown, BuildError, ConfigError, OSError) as why:
+        progress.phase(f"{shown} builds alone, not in {described}: {why}")
+        return None
+    progress.done(f"{shown} runs in {described}: {len(suites)} suites of its own")
+    return suites

@@ -1,0 +1,226 @@
+"""Booting a KUnit kernel (under QEMU, or a UML kernel as a host program) and streaming its console line by line
+through the KTAP parser."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import time
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from ..arch import Arch
+from ..console import ktap, oops
+from ..console.transcript import BootRecord, BoundedConsole, console_line
+from ..errors import BootError
+from ..host.processes import kill_group
+from .launch import launcher
+
+if TYPE_CHECKING:
+    import pexpect
+
+
+def watchdog_seconds(case_timeout: float) -> float:
+    """Silence that kills a guest: the per-case timeout plus a grace (a quarter, at most 15 s) in which the kernel
+    can report the timed-out case itself."""
+    return case_timeout + min(15.0, case_timeout / 4)
+
+
+# What a boot may take beyond its cases' own time: starting the kernel, the list boot, shutting down.
+BOOT_ALLOWANCE = 60.0
+
+
+def boot_deadline(case_timeout: float, cases: int) -> float:
+    """The longest a boot can legitimately last: the kernel stops each case at its timeout. Past it, a guest that
+    still prints (which the silence watchdog never catches) is killed."""
+    return BOOT_ALLOWANCE + cases * case_timeout
+
+
+# Under KVM a guest prints its first line within a second or two: one silent this long is taken as hung (KVM fails
+# so on some hosts) and booted again under TCG.
+KVM_FIRST_OUTPUT = 5.0
+
+
+def kernel_command_line(arch: Arch, args: Iterable[str]) -> list[str]:
+    """A boot's whole kernel command line: the architecture's console arguments, what every guest of its kind needs,
+    `args`."""
+    return [arg for arg in (*launcher(arch).kernel_args(), *args) if arg]
+
+
+@dataclass(frozen=True)
+class BootRequest:
+    image: Path
+    arch: Arch
+    kernel_args: tuple[str, ...]  # the whole kernel command line (see kernel_command_line)
+    accel: str  # "tcg" or "kvm"; "none" for a guest that runs natively (UML)
+    silence_timeout: float
+    qemu: str | None = None
+    deadline: float | None = None  # seconds the whole boot may last
+    deadline_source: str = ""  # where the deadline came from, for the message when it kills a guest
+    edit_command: Callable[[list[str]], None] | None = None  # a last edit of the QEMU command, in place
+    initrd: Path | None = None
+
+
+_LIVE: weakref.WeakSet[pexpect.spawn[str]] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_live_guests() -> None:
+    for child in list(_LIVE):
+        kill_group(child.pid)
+
+
+def command_line(request: BootRequest) -> list[str]:
+    kernel_args = request.kernel_args
+    if request.initrd is not None and request.arch.qemu is None:
+        kernel_args = (*kernel_args, f"initrd={request.initrd}")  # UML reads its initramfs from a host file
+    command = launcher(request.arch).command(request.image, kernel_args, request.accel, request.qemu)
+    if request.initrd is not None and request.arch.qemu is not None:
+        command[1:1] = ["-initrd", str(request.initrd)]
+    if request.edit_command is not None:
+        request.edit_command(command)
+    return command
+
+
+def kvm_usable() -> bool:
+    return os.access("/dev/kvm", os.R_OK | os.W_OK)
+
+
+class Guest:
+    """One running guest (QEMU, or a UML kernel); iterate `lines()` to stream its console. Always killed on close."""
+
+    def __init__(self, request: BootRequest, sink: Callable[[str], None] | None = None) -> None:
+        import pexpect
+
+        self.request = request
+        self._launcher = launcher(request.arch)
+        self.record = BootRecord(command_line(request), program=self._launcher.program)
+        self._sink = sink
+        self._console = BoundedConsole(self.record.console, self.record.console_map)
+        self._started = time.monotonic()
+        try:
+            self._child = pexpect.spawn(
+                self.record.command[0],
+                self.record.command[1:],
+                encoding="utf-8",
+                codec_errors="replace",
+                timeout=request.silence_timeout,
+                echo=False,
+                preexec_fn=self._launcher.prepare_child(),
+            )
+        except (OSError, pexpect.ExceptionPexpect) as error:
+            why = (error.strerror if isinstance(error, OSError) else None) or str(error)
+            if isinstance(error, FileNotFoundError):
+                why += " (the program exists: its #! interpreter or a library it needs does not)"
+            raise BootError(
+                f"{self._launcher.program} could not be started: {self.record.command[0]}: {why}.",
+                self._launcher.start_remedy,
+            ) from None
+        _LIVE.add(self._child)
+
+    def lines(self, first_output_timeout: float | None = None) -> Iterator[str]:
+        import pexpect
+
+        child = self._child
+        request = self.request
+        deadline = self._started + request.deadline if request.deadline is not None else None
+        seen_output = False
+        while True:
+            timeout = request.silence_timeout
+            if not seen_output and first_output_timeout is not None:
+                timeout = first_output_timeout
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.record.timed_out = True
+                    self.record.killed_for = (
+                        f"the boot was still running at its deadline of {request.deadline:g} s "
+                        f"({request.deadline_source}) and was killed"
+                    )
+                    return
+                timeout = min(timeout, left)
+            try:
+                # A plain search from where the last read ended: a long line costs linear time, not a regex rescan.
+                child.expect_exact("\n", timeout=timeout)
+            except pexpect.EOF:
+                tail = child.before or ""
+                if tail.strip():
+                    yield self._keep(tail)
+                return
+            except pexpect.TIMEOUT:
+                if deadline is not None and time.monotonic() >= deadline:
+                    continue  # the deadline, not silence: said at the top
+                self.record.timed_out = self.record.silent = True
+                self.record.killed_for = f"the guest printed nothing for {timeout:g} s and was killed"
+                return
+            seen_output = True
+            yield self._keep(child.before or "")
+
+    def _keep(self, text: str) -> str:
+        # Firmware's terminal escapes (clear screen, reset) mean nothing in a report, a file or a log; an over-long
+        # line is cut before anything parses it.
+        line = console_line(text)
+        self._console.append(line)
+        if self._sink is not None:
+            self._sink(line)
+        return line
+
+    def close(self) -> BootRecord:
+        child = self._child
+        # After EOF isalive() waits for the guest to exit, so one still alive here is one we end ourselves.
+        ours = child.isalive()
+        # The guest leads a session of its own (pexpect's pty): its group holds whatever a wrapper script started
+        # too, or a UML kernel's helper processes.
+        kill_group(child.pid)
+        if not ours:
+            # Exited and reaped already: ptyprocess's pause for the kernel to update its status (0.1 s, a boot's
+            # tenth on a warm run) has nothing to wait for.
+            cast(Any, child).ptyproc.delayafterclose = 0  # ptyproc is missing from pexpect's type stubs
+        child.close(force=True)
+        self.record.exit_status = child.exitstatus if child.exitstatus is not None else child.signalstatus
+        if not ours:
+            self.record.outside_signal = self._launcher.outside_signal(child.signalstatus, self.record.console)
+        self.record.seconds = time.monotonic() - self._started
+        return self.record
+
+    def __enter__(self) -> Guest:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def boot(
+    request: BootRequest,
+    sink: Callable[[str], None] | None = None,
+    first_output_timeout: float | None = None,
+    stop_after_crash: bool = False,
+) -> tuple[BootRecord, list[ktap.Event]]:
+    """Boot one guest to the end, parsing its console as it streams; with `stop_after_crash`, end it as soon as a
+    case's result line follows a crash (oops, BUG), so no later case runs on a tainted kernel."""
+    parser = ktap.KtapParser(list_boot=any(arg.startswith("kunit.action=list") for arg in request.kernel_args))
+    events: list[ktap.Event] = []
+    started: dict[str, float] = {}
+    crashed = False
+    with Guest(request, sink) as guest:
+        for line in guest.lines(first_output_timeout):
+            crashed = crashed or bool(oops.fault_lines([line]))
+            index, now = len(guest.record.console) - 1, time.monotonic()
+            for event in parser.feed(line):
+                events.append(event)
+                guest.record.console_map.note(event, index, line, now)
+                if isinstance(event, ktap.SuiteStarted):
+                    started[event.suite] = time.monotonic()
+                elif isinstance(event, ktap.SuiteFinished) and event.suite in started:
+                    guest.record.suite_seconds[event.suite] = time.monotonic() - started[event.suite]
+                elif isinstance(event, ktap.CaseResult) and stop_after_crash:
+                    crashed = crashed or event.status is ktap.Status.CRASHED
+                    guest.record.stopped = crashed
+            if guest.record.stopped:
+                break
+    events.extend(parser.finish())
+    guest.record.ktap_started = parser.started
+    return guest.record, events

@@ -1,0 +1,1 @@
+"""Kbuild's own records, read from a build directory: suite tables, link lists, C locations, suite membership."""

@@ -1,0 +1,289 @@
+"""What an image's case list is made of, read from its build's object files: a digest that changes whenever the list
+a `kunit.action=list` boot prints can change, and stays when only code changed, so that boot can be skipped.
+
+The kernel lists the suites its `.kunit*` sections point at, in link order: each suite's name, its case array, the
+cases' names and attributes. So the digest covers, for every object linked into vmlinux, the data reachable from
+those sections through relocations, with pointers into code reduced to "code" (moving or rewriting a function changes
+no name), plus the link order and the KUnit framework's own objects (the executor prints the list) byte for byte.
+Whatever cannot be followed for sure (a pointer to another object's data, an unfamiliar ELF) gives no digest: the
+list boot then runs as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..host.cache import write_atomically
+
+MEMO = ".pytest-kunit-suite-objects"  # per object: (mtime, size) -> its digest, so a rebuild rereads only what changed
+FRAMEWORK = "lib/kunit/"  # the executor and the rest of KUnit: any change to them may change what a list boot prints
+_SHT_RELA, _SHT_NOBITS, _SHT_SYMTAB = 4, 8, 2
+_SHF_EXECINSTR, _SHF_STRINGS = 0x4, 0x20
+_SHN_UNDEF, _SHN_LORESERVE, _SHN_ABS = 0, 0xFF00, 0xFFF1
+_STT_SECTION = 3
+
+
+class Opaque(Exception):
+    """Something the digest cannot vouch for: fall back to a list boot."""
+
+
+@dataclass(frozen=True)
+class _Section:
+    name: str
+    kind: int
+    flags: int
+    offset: int
+    size: int
+    link: int
+    info: int
+
+
+@dataclass(frozen=True)
+class _Symbol:
+    kind: int
+    section: int
+    value: int
+    size: int
+
+
+def _section_table(data: bytes) -> list[_Section]:
+    """An ELF64 little-endian relocatable object's sections, named; anything else is Opaque."""
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1 or struct.unpack_from("<H", data, 16)[0] != 1:
+        raise Opaque("not a 64-bit little-endian relocatable ELF object")
+    (shoff,) = struct.unpack_from("<Q", data, 40)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 58)
+    raw = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + index * shentsize) for index in range(shnum)]
+    names = raw[shstrndx][4]
+
+    def name(offset: int) -> str:
+        end = data.index(b"\0", names + offset)
+        return data[names + offset : end].decode(errors="replace")
+
+    return [_Section(name(r[0]), r[1], r[2], r[4], r[5], r[6], r[7]) for r in raw]
+
+
+def _roots(sections: list[_Section]) -> list[int]:
+    return [index for index, section in enumerate(sections) if section.name.startswith(".kunit") and section.size]
+
+
+class _Object:
+    """One object's sections, symbols and relocations, to follow pointers from its suite tables."""
+
+    def __init__(self, data: bytes, sections: list[_Section]) -> None:
+        self.data, self.sections = data, sections
+        symtab = next((s for s in sections if s.kind == _SHT_SYMTAB), None)
+        if symtab is None:
+            raise Opaque("no symbol table")
+        self.symbols = [
+            _Symbol(info & 0xF, shndx, value, size)
+            for _, info, _, shndx, value, size in struct.iter_unpack(
+                "<IBBHQQ", data[symtab.offset : symtab.offset + symtab.size]
+            )
+        ]
+        self.relocations: dict[int, list[tuple[int, int, int, int]]] = {}
+        for section in sections:
+            if section.kind == _SHT_RELA:
+                table = data[section.offset : section.offset + section.size]
+                entries = [
+                    (offset, info >> 32, info & 0xFFFFFFFF, addend)
+                    for offset, info, addend in struct.iter_unpack("<QQq", table)
+                ]
+                self.relocations[section.info] = sorted(entries)
+        self._memo: dict[tuple[int, int], str] = {}
+
+    def describe(self, index: int, start: int, end: int) -> str:
+        """A digest of bytes [start, end) of a section, each pointer in it replaced by what it points at."""
+        key = (index, start)
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = "cycle"  # a structure that points back at itself
+        section = self.sections[index]
+        content = (
+            bytes(end - start)
+            if section.kind == _SHT_NOBITS
+            else self.data[section.offset + start : section.offset + end]
+        )
+        digest = hashlib.sha256(content)
+        for offset, symbol, kind, addend in self.relocations.get(index, ()):
+            if start <= offset < end:
+                digest.update(f"\0{offset - start}:{kind}:{self.target(symbol, addend)}".encode())
+        self._memo[key] = digest.hexdigest()
+        return self._memo[key]
+
+    def target(self, index: int, addend: int) -> str:
+        """A digest of what a pointer points at."""
+        if index == 0:
+            return f"absolute {addend}"
+        symbol = self.symbols[index]
+        if symbol.section == _SHN_ABS:
+            return f"absolute {symbol.value + addend}"
+        if symbol.section == _SHN_UNDEF or symbol.section >= _SHN_LORESERVE:
+            raise Opaque("a suite table points into another object")
+        section = self.sections[symbol.section]
+        address = symbol.value + addend
+        if section.flags & _SHF_EXECINSTR:
+            return "code"
+        if section.flags & _SHF_STRINGS:
+            text = self.data[section.offset + address : self.data.index(b"\0", section.offset + address)]
+            return "string " + text.hex()
+        holder = self._holder(symbol.section, address)
+        if holder is None:
+            return (
+                f"end of data {section.size - address}"
+                if address >= section.size
+                else f"rest {self.describe(symbol.section, address, section.size)}"
+            )
+        return (
+            f"data {self.describe(symbol.section, holder.value, holder.value + holder.size)} +{address - holder.value}"
+        )
+
+    def name_at(self, index: int, kind: int, addend: int) -> str:
+        """The NUL-terminated `char name[256]` a suite table entry points at."""
+        symbol = self.symbols[index] if index else None
+        if kind not in _ABS64 or symbol is None or not _SHN_UNDEF < symbol.section < _SHN_LORESERVE:
+            raise Opaque("a suite table entry points outside its object")
+        section = self.sections[symbol.section]
+        address = symbol.value + addend
+        if section.kind == _SHT_NOBITS or not 0 <= address <= section.size - 256:
+            raise Opaque("a suite table entry points at no initialised suite")
+        field = self.data[section.offset + address : section.offset + address + 256]
+        if b"\0" not in field:
+            raise Opaque("a suite name is not terminated")
+        return field[: field.index(b"\0")].decode()
+
+    def _holder(self, section: int, address: int) -> _Symbol | None:
+        """The data object (variable) an address lies in."""
+        for symbol in self.symbols:
+            inside = symbol.value <= address < symbol.value + symbol.size
+            if inside and symbol.section == section and symbol.kind != _STT_SECTION:
+                return symbol
+        return None
+
+
+def object_digest(data: bytes) -> str:
+    """The digest of what one object adds to the case list: "" if it has no suite table. Raises Opaque."""
+    sections = _section_table(data)
+    roots = _roots(sections)
+    if not roots:
+        return ""
+    reader = _Object(data, sections)
+    return hashlib.sha256(
+        "".join(f"{sections[i].name}:{reader.describe(i, 0, sections[i].size)}\n" for i in roots).encode()
+    ).hexdigest()
+
+
+SUITE_TABLES = (".kunit_test_suites", ".kunit_init_test_suites")  # 6.12 keeps init-time suites apart
+_ABS64 = (1, 257)  # R_X86_64_64, R_AARCH64_ABS64: a plain 8-byte pointer
+
+
+def _suite_pointers(path: Path) -> tuple[_Object | None, list[tuple[int, int, int, int]]]:
+    """The entries of an object's suite tables, in table order: each must be a relocated pointer (to a suite)."""
+    if not _has_roots(path):
+        return None, []
+    data = path.read_bytes()
+    sections = _section_table(data)
+    reader = _Object(data, sections)
+    entries: list[tuple[int, int, int, int]] = []
+    for index, section in enumerate(sections):
+        if section.name not in SUITE_TABLES or not section.size:
+            continue
+        table = reader.relocations.get(index, [])
+        if [entry[0] for entry in table] != list(range(0, section.size, 8)):
+            raise Opaque(f"{path}: {section.name} is not an array of relocated pointers")
+        entries += table
+    return reader, entries
+
+
+def suite_names(path: Path) -> tuple[str, ...]:
+    """The names of the suites an object's suite tables register, in table order; () if it has none. Each table
+    entry is a relocated pointer to a `struct kunit_suite`, whose first field is `char name[256]`: the name is read
+    at the pointer's target. Anything that is not exactly that is Opaque."""
+    reader, entries = _suite_pointers(path)
+    return tuple(reader.name_at(symbol, kind, addend) for _, symbol, kind, addend in entries) if reader else ()
+
+
+def _has_roots(path: Path) -> bool:
+    """Whether an object has a suite table, from its section headers alone (most objects have none)."""
+    with path.open("rb") as stream:
+        header = stream.read(64)
+        if header[:4] != b"\x7fELF" or header[4] != 2 or header[5] != 1:
+            raise Opaque(f"{path} is not a 64-bit little-endian ELF object")
+        (shoff,) = struct.unpack_from("<Q", header, 40)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", header, 58)
+        stream.seek(shoff)
+        table = stream.read(shentsize * shnum)
+        names_offset, names_size = struct.unpack_from("<QQ", table, shstrndx * shentsize + 24)
+        stream.seek(names_offset)
+        names = stream.read(names_size)
+    return b".kunit" in names  # also inside ".rela.kunit_test_suites": the string table shares tails
+
+
+def _member_digest(path: Path, relative: str) -> str:
+    # KUnit's own code (the executor prints the list) counts byte for byte; its tests count as any suite does.
+    if relative.startswith(FRAMEWORK) and not re.search(r"[-_]test$", path.stem):
+        return "framework " + hashlib.sha256(path.read_bytes()).hexdigest()
+    return object_digest(path.read_bytes()) if _has_roots(path) else ""
+
+
+def case_list_digest(build_dir: Path) -> str | None:
+    """The digest of everything the image's case list depends on, or None where it cannot be told (no thin
+    vmlinux.a: kernels before 6.1; a suite table the reader cannot follow)."""
+    archives = [build_dir / "vmlinux.a", build_dir / "lib/lib.a", *sorted(build_dir.glob("arch/*/lib/lib.a"))]
+    memo_file = build_dir / MEMO
+    try:
+        memo: dict[str, list[object]] = json.loads(memo_file.read_text()) if memo_file.exists() else {}
+    except ValueError:
+        memo = {}
+    digest = hashlib.sha256()
+    fresh: dict[str, list[object]] = {}
+    try:
+        for archive in archives:
+            if not archive.exists():
+                if archive.name == "vmlinux.a":
+                    return None
+                continue
+            for member in thin_members(archive):
+                path = archive.parent / member
+                stat = path.stat()
+                seen = [stat.st_mtime_ns, stat.st_size]
+                key = os.path.relpath(path, build_dir)
+                known = memo.get(key)
+                value = known[2] if known is not None and known[:2] == seen else _member_digest(path, key)
+                fresh[key] = [*seen, value]
+                digest.update(f"{key}\0{value}\n".encode())
+    except (Opaque, OSError, ValueError, struct.error):
+        return None
+    if fresh != memo:
+        write_atomically(memo_file, json.dumps(fresh))
+    return digest.hexdigest()
+
+
+def thin_members(archive: Path) -> list[str]:
+    """The object paths a thin archive (`ar T`, as Kbuild makes vmlinux.a) refers to, in link order."""
+    data = archive.read_bytes()
+    if not data.startswith(b"!<thin>\n"):
+        raise Opaque(f"{archive} is not a thin archive")
+    members: list[str] = []
+    names = b""
+    position = 8
+    while position + 60 <= len(data):
+        header = data[position : position + 60]
+        name, size = header[:16].decode().rstrip(), int(header[48:58])
+        position += 60
+        if name in ("/", "/SYM64/"):  # the symbol index: stored in the archive
+            position += size + size % 2
+        elif name == "//":  # long names: stored in the archive
+            names = data[position : position + size]
+            position += size + size % 2
+        elif name.startswith("/"):  # a member by long name; its contents stay in the file it names
+            offset = int(name[1:].rstrip("/ "))
+            members.append(names[offset : names.index(b"/\n", offset)].decode())
+        else:
+            members.append(name.rstrip("/"))
+    return members

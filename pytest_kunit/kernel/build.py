@@ -1,0 +1,335 @@
+"""Kernel builds: a kunitconfig + the guest's needs, completed as kunit.py does, validated, `make`; skipped when
+nothing the build reads (the tree's files, the fragment) changed since."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..arch import Arch
+from ..errors import BuildError
+from ..host.cache import CacheWarning, write_atomically
+from ..host.locking import cache_lock
+from ..host.processes import group
+from ..model import BuildResult
+from ..options import Wrapper
+from . import linkonly
+from .image import ImageCheck, ImageRecord, check_image
+from .kconfig import Fragment, check_fragment, parse_fragment
+from .makerun import Make, ProgressCallback, full_make
+from .tree import PreparedTree, changed_since
+from .wrapper import ccache_counts, hit_note, prepare
+
+STAMP = ".pytest-kunit-stamp"
+RECORD = ".pytest-kunit-built.json"  # what a finished build was built from: reuse.py finds kernels that serve others
+SOURCES = ".pytest-kunit-sources"  # when the last build started reading the tree (ns), and what had changed just before
+RECENT = 1000  # changes in the second before a build started that it records (more: the next run builds again)
+LAG_NS = 1_000_000_000  # how far file times may lag this clock: a build vouches for changes after its start less this
+BUILD_TOOLS = ("make", "gcc", "flex", "bison", "bc")
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    tree: PreparedTree
+    fragment: Fragment
+    arch: Arch
+    jobs: int
+    cache_dir: Path
+    extra_key: str = ""  # anything else that feeds the build (out-of-tree suite sources)
+    placed: tuple[tuple[str, str], ...] = ()  # the out-of-tree suites placed into the tree for it: (name, digest)
+    session: str = ""  # the pytest run: xdist workers of one run share it, so they build once between them
+    wrapper: Wrapper = Wrapper.NONE  # not part of the build key: a wrapper only changes how objects are made
+    label: str = ""  # what the build is for, in a person's words (its fragments): not part of the build key
+
+
+def full_fragment(request: BuildRequest) -> Fragment:
+    arch_fragment = parse_fragment("\n".join(request.arch.kconfig), f"arch.py:{request.arch.name}")
+    return arch_fragment + request.fragment
+
+
+def _build_key_digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def _check_tools(arch: Arch) -> None:
+    missing = [tool for tool in BUILD_TOOLS if shutil.which(tool) is None]
+    if missing:
+        raise BuildError(
+            f"Kernel build tools are missing: {', '.join(missing)}.",
+            "install them: apt-get install build-essential flex bison bc libelf-dev libssl-dev cpio "
+            "(the README's set-up command does this).",
+        )
+    compiler = arch.make.compiler
+    if arch.make.cross_compile and shutil.which(compiler) is None:
+        raise BuildError(
+            f"The {arch.name} cross compiler is not installed: {compiler!r} is not on PATH.",
+            f"install it: apt-get install {arch.make.compiler_package} (or scripts/setup.sh --arch {arch.name}).",
+        )
+
+
+def _configure(request: BuildRequest, make: Make, fragment: Fragment) -> None:
+    """kunit.py's configuration: the fragment (with the architecture's needs) as `.config`, completed by Kconfig's
+    defaults. `syncconfig` does what kunit.py's `olddefconfig` does and also writes the include/config files that
+    `make` would otherwise regenerate in a second Kconfig pass."""
+    dotconfig, log = make.build_dir / ".config", make.log
+    previous = dotconfig.read_text() if dotconfig.exists() else None
+    previous_mtime = dotconfig.stat().st_mtime_ns if dotconfig.exists() else None
+    dotconfig.write_text(fragment.text())
+    command, env = make.command(f"-j{make.jobs}", "syncconfig"), dict(make.env)
+    with log.open("a") as stream, group(command, stdout=stream, stderr=subprocess.STDOUT, env=env) as process:
+        returncode = process.wait()
+    if returncode != 0:
+        raise BuildError(
+            f"`make syncconfig` failed in {request.tree.path}.",
+            f"read the log {log}; the tree may be incomplete or not configured for O= builds "
+            "(run `make mrproper` in a directory tree that was built in place).",
+            detail="\n".join(log.read_text(errors="replace").splitlines()[-15:]),
+        )
+    current = dotconfig.read_text()
+    if current == previous and previous_mtime is not None:
+        # Same configuration: keep the old timestamp so Kbuild does not re-run syncconfig.
+        os.utime(dotconfig, ns=(previous_mtime, previous_mtime))
+    check_fragment(fragment, current, request.tree.path, request.arch.make.source_arch)
+
+
+def completed_config(request: BuildRequest, progress: ProgressCallback | None = None) -> str:
+    """The `.config` the request's fragment gives on its own, Kconfig's defaults completing it, without a build:
+    `syncconfig` in a directory of its own in the cache, done again only when it would change (sharing.py compares
+    it with a shared kernel's). Raises ConfigError as the build would."""
+    fragment = full_fragment(request)
+    directory = request.cache_dir / "configs" / _build_key_digest(request.tree.key, request.arch.name, fragment.text())
+    with cache_lock(request.cache_dir, f"config-{directory.name}", f"completing a configuration in {directory}"):
+        directory.mkdir(parents=True, exist_ok=True)
+        if not _configured(request.tree.path, directory):
+            if progress is not None:
+                progress.phase(f"completing a configuration in {directory} (no build)")
+            log = directory / "config.log"
+            log.write_text(f"# pytest-kunit: the configuration of {request.tree.path} alone\n")
+            _configure(
+                request, Make(request.tree.path, directory, request.arch, request.jobs, log, os.environ), fragment
+            )
+        return (directory / ".config").read_text()
+
+
+def _configured(tree: Path, build_dir: Path) -> bool:
+    """Whether `make syncconfig` would leave `.config` as it is, so the edit-build-test loop need not run it: the
+    directory's fragment (its key) was completed after the last change to `.config` and to every Kconfig file
+    Kbuild lists as read for it (include/config/auto.conf.cmd). What else that list names (compiler, ARCH) `make`
+    checks itself, and Kconfig recomputes such symbols from the environment whatever `.config` holds."""
+    auto_conf = build_dir / "include/config/auto.conf"
+    try:
+        completed = auto_conf.stat().st_mtime_ns
+        if (build_dir / ".config").stat().st_mtime_ns > completed:
+            return False
+        listed = (build_dir / "include/config/auto.conf.cmd").read_text()
+        kconfigs = re.findall(r"^\t(\S+) \\$", listed, re.MULTILINE)
+        return bool(kconfigs) and all((tree / name).stat().st_mtime_ns <= completed for name in kconfigs)
+    except OSError:
+        return False
+
+
+def build_dir_of(request: BuildRequest) -> Path:
+    """Where the request is built: one directory per (tree, architecture, configuration)."""
+    return (
+        request.cache_dir
+        / "build"
+        / _build_key_digest(request.tree.key, request.arch.name, full_fragment(request).text())
+    )
+
+
+@dataclass(frozen=True)
+class BuildRecord:
+    """What a finished build was built from, kept beside it (RECORD) so that a later run can ask it again."""
+
+    tree: str  # PreparedTree.key
+    arch: str
+    fragment: str  # the request's fragment (the architecture's lines come from arch.py)
+    extra_key: str
+    placed: tuple[tuple[str, str], ...]
+    label: str = ""
+
+    def text(self) -> str:
+        return json.dumps(
+            {"tree": self.tree, "arch": self.arch, "fragment": self.fragment, "extra_key": self.extra_key}
+            | {"placed": [list(pair) for pair in self.placed], "label": self.label}
+        )
+
+    @staticmethod
+    def read(path: Path) -> BuildRecord | None:
+        """The record in `path`; None if missing or not whole (a build that never finished has none)."""
+        try:
+            fields = json.loads(path.read_text())
+            placed = tuple((str(name), str(digest)) for name, digest in fields["placed"])
+            return BuildRecord(
+                str(fields["tree"]),
+                str(fields["arch"]),
+                str(fields["fragment"]),
+                str(fields["extra_key"]),
+                placed,
+                str(fields.get("label", "")),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+
+def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
+    """Build once per (tree, config) however many processes ask; skip make entirely when nothing changed since."""
+    fragment = full_fragment(request)
+    build_dir = build_dir_of(request)
+    build_key = build_dir.name
+    image = build_dir / request.arch.make.image
+    log = build_dir / "build.log"
+    stamp = _build_key_digest(build_key, request.extra_key)
+    started = time.monotonic()
+    with cache_lock(request.cache_dir, f"build-{build_key}", f"building the kernel in {build_dir}", progress):
+        build_dir.mkdir(parents=True, exist_ok=True)
+        stamp_file = build_dir / STAMP
+        recorded = stamp_file.read_text().split() if stamp_file.exists() else []
+        record = ImageRecord.parse(recorded[2:])
+        checked = _whole_image(image, request.arch.make.elf, record)
+        same_inputs = checked is not None and recorded[:1] == [stamp]
+        # Any tree may have been edited since its last build, the extracted packaged one as much as a checkout (the
+        # edit-build-test loop): it is current if this very run built it, or no file in it is newer than the start
+        # of its last build.
+        sources = build_dir / SOURCES
+        built_by_this_run = same_inputs and recorded[1:2] == [request.session]
+        # Taken before the walk, so that what the walk misses moves a directory's time past the build's start.
+        linkable = request.arch.make.link_only and not built_by_this_run
+        snapshot = linkonly.snapshot(request.tree.path, build_dir, os.environ) if linkable else {}
+        look = (
+            None if built_by_this_run else _look(request.tree, stamp_file, sources if same_inputs else None, snapshot)
+        )
+        up_to_date = built_by_this_run or (look is not None and look.unchanged)
+        note = ""
+        if not up_to_date:
+            _check_tools(request.arch)
+            wrapping = prepare(request.wrapper, request.arch.make, build_dir, request.tree.path)
+            stamp_file.unlink(missing_ok=True)
+            log.write_text(
+                f"# pytest-kunit build of {request.tree.path} into {build_dir}\n# compiler: {wrapping.describe}\n"
+            )
+            make = Make(request.tree.path, build_dir, request.arch, request.jobs, log, os.environ | wrapping.env)
+            configured = _configured(request.tree.path, build_dir)
+            if configured:
+                check_fragment(
+                    fragment, (build_dir / ".config").read_text(), request.tree.path, request.arch.make.source_arch
+                )
+            else:
+                progress.phase(f"configuring kernel in {build_dir}")
+                _configure(request, make, fragment)
+            before = ccache_counts(wrapping)
+            edits = look.edits if look is not None else None
+            route = (
+                linkonly.plan(request.tree.path, build_dir, edits, look.link_only if look else {}, snapshot)
+                if configured
+                else linkonly.Plan((), "the configuration was completed again")  # what compiles, and how, may differ
+            )
+            done = linkonly.build(make, route, progress) if route.objects else linkonly.Built(route.reason)
+            if done.why:
+                full_make(make, progress, f"not link-only: {done.why}" if image.exists() else "")
+            else:
+                note = f"link-only: {len(route.objects)} object{'s' if len(route.objects) > 1 else ''} recompiled"
+                note += (
+                    ""
+                    if done.linked
+                    else f", as {image.name} holds {'them' if len(route.objects) > 1 else 'it'}: no link"
+                )
+            note = "; ".join(part for part in (note, hit_note(before, ccache_counts(wrapping))) if part)
+            if not image.exists():
+                raise BuildError(f"make succeeded but {image} is missing.", f"read the build log {log}.")
+            checked = check_image(image, request.arch.make.elf, None, previous=record)
+            if checked.problem:
+                raise BuildError(
+                    f"make built a damaged kernel image {image}: {checked.problem}.",
+                    f"read the build log {log}; delete the build directory {build_dir} to build it afresh.",
+                )
+        assert checked is not None
+        if not up_to_date or checked.record != record:  # a new image, or one recorded less fully (older stamps)
+            write_atomically(stamp_file, f"{stamp}\n{request.session}\n{checked.record.lines()}")
+        if look is not None and not up_to_date:
+            write_atomically(sources, look.sources)
+        if not up_to_date or not (build_dir / RECORD).exists():
+            record_of = BuildRecord(
+                request.tree.key,
+                request.arch.name,
+                request.fragment.text(),
+                request.extra_key,
+                request.placed,
+                request.label,
+            )
+            write_atomically(build_dir / RECORD, record_of.text())
+        seconds = time.monotonic() - started
+        return BuildResult(image, checked.record.digest, build_dir, not up_to_date, seconds, log, note)
+
+
+@dataclass(frozen=True)
+class _TreeLook:
+    unchanged: bool  # the tree is as it was when the recorded build started
+    sources: str  # SOURCES for a build starting now
+    edits: tuple[str, ...] | None = None  # what changed since the recorded build started (None: no build to compare)
+    link_only: Mapping[str, object] = field(default_factory=dict)  # what it recorded for link-only builds (snapshot)
+
+
+def _look(tree: PreparedTree, stamp: Path, sources: Path | None, snapshot: Mapping[str, object]) -> _TreeLook:
+    """One walk of the tree: whether it is as it was when the build recorded in `sources` (None: no build to compare
+    with) started, and what a build starting now records. File times come from a coarse clock that may lag this one:
+    a build vouches for what changed after a second before its start, as it is now (what the runner itself wrote
+    just before: patches, out-of-tree suites), so only later changes rebuild. The link-only build's `snapshot`, taken
+    just before, goes into the record too: the next build's plan compares with it."""
+    since = time.time_ns() - LAG_NS
+    before = _recorded(tree, stamp, sources) if sources is not None else None
+    # Whatever changed after the recorded build's start includes what changed in the last second: one walk sees both.
+    changed = changed_since(tree.path, since if before is None else min(since, before[0]))
+    recent = {path: mtime for path, mtime in (changed or {}).items() if mtime > since}
+    record = json.dumps({"since": since, "recent": recent if len(recent) <= RECENT else {}, "link_only": snapshot})
+    if sources is None or before is None or changed is None:
+        return _TreeLook(False, record)
+    # A recorded start later than this one's is a clock that went back: then nothing vouches for the tree.
+    if before[0] > since:
+        return _TreeLook(False, record)
+    edits = tuple(sorted(path for path, mtime in changed.items() if before[1].get(path) != mtime))
+    # A build recorded by its end (no start) may have missed edits made while it ran: only a walk can say.
+    return _TreeLook(not edits, record, edits if sources.exists() else None, before[2])
+
+
+def _recorded(tree: PreparedTree, stamp: Path, sources: Path) -> tuple[int, dict[str, int], dict[str, object]] | None:
+    """When the recorded build started reading the tree (ns), what had changed just before, and its link-only
+    snapshot (for an extracted tarball built before start times were recorded, when edits there went unbuilt: when
+    that build ended)."""
+    try:
+        recorded = json.loads(sources.read_text())
+    except (OSError, ValueError):
+        if not tree.extracted or not stamp.exists():
+            return None
+        return stamp.stat().st_mtime_ns, {}, {}
+    if isinstance(recorded, int):
+        return recorded, {}, {}
+    since, recent, snapshot = recorded.get("since"), recorded.get("recent"), recorded.get("link_only", {})
+    if not isinstance(since, int) or not isinstance(recent, dict) or not isinstance(snapshot, dict):
+        return None
+    return since, recent, snapshot
+
+
+def _whole_image(image: Path, elf: bool, recorded: ImageRecord | None) -> ImageCheck | None:
+    """The image's check if it is there and whole; a damaged one is deleted with a note, so make builds it again
+    (make would take a damaged file newer than its inputs for up to date)."""
+    if not image.exists():
+        return None
+    checked = check_image(image, elf, recorded)
+    if not checked.problem:
+        return checked
+    image.unlink()
+    warnings.warn(
+        CacheWarning(f"pytest-kunit: discarded the damaged kernel image {image} ({checked.problem}); rebuilding it"),
+        stacklevel=2,
+    )
+    return None

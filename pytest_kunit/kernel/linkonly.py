@@ -1,0 +1,255 @@
+"""The edit-build-test loop's shortest build: when all that changed in the tree since the last build are C or
+assembler sources of objects linked straight into vmlinux, compile those objects alone and link vmlinux again,
+without Kbuild's walk of the whole tree (seconds of CPU on 6.1 and 6.12 even when nothing changed).
+
+What makes it sound: with no Makefile, Kconfig file, header, configuration or environment Kbuild reads changed, the
+walk would compile exactly the objects whose sources changed, and those a `.cmd` file of Kbuild's lists as reading
+them; both are checked here.
+On 6.1 and later every archive vmlinux is linked from is thin (it names its members' files), so a recompiled object
+needs no archive written again, only the link. Whatever cannot be vouched for falls back to the full make, as does
+a compile that wrote anything besides the objects asked for (a `prepare` step that found something to do)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import BuildError
+from ..kbuild.suitetable import Opaque, thin_members
+from .makerun import Make, ProgressCallback
+from .tree import changed_since
+
+SOURCE_SUFFIXES = (".c", ".S")
+# What a single-object make rewrites every time besides the objects (as the full make does): the build directory's
+# Makefile and its `source` link (Kbuild's outputmakefile step), and the dependency file of the top Kbuild's
+# missing-syscalls check, which no target reads.
+REWRITTEN = ("Makefile", "source", ".missing-syscalls.d")
+# Environment variables Kbuild reads (compilers, flags, the build's identity and release string, PATH to find tools).
+_KBUILD_READS = re.compile(
+    r"(KBUILD_\w+|KCONFIG_\w+|K\w*FLAGS|LOCALVERSION|LLVM\w*|CROSS_COMPILE|ARCH|SUBARCH|PATH|SOURCE_DATE_EPOCH"
+    r"|(HOST)?(CC|CXX|LD|AR|NM|OBJCOPY|OBJDUMP|READELF|STRIP|CFLAGS|CXXFLAGS|LDFLAGS)|PAHOLE|RUST\w*|BINDGEN|PYTHON3?|PERL)$"
+)
+# Editors' swap, backup, lock and test files, which no build reads.
+_EDITOR_FILE = re.compile(r"^\..*\.sw[a-p]$|~$|^#.*#$|^\.#|^4913$")
+
+
+@dataclass(frozen=True)
+class Plan:
+    objects: tuple[str, ...]  # relative to the build directory; none: the full make
+    reason: str = ""  # why the full make, said on the progress line and in the log
+
+
+def snapshot(tree: Path, build_dir: Path, environ: Mapping[str, str]) -> dict[str, object]:
+    """What a build records at its start for the next one's plan: the environment Kbuild reads, and the entries of
+    the source directories of vmlinux's objects (an editor that saves by renaming changes its directory)."""
+    read = sorted((name, value) for name, value in environ.items() if _KBUILD_READS.match(name))
+    environment = hashlib.sha256(json.dumps(read).encode()).hexdigest()[:16]
+    return {"environment": environment, "listing": listing(tree, build_dir) or {}}
+
+
+def plan(
+    tree: Path, build_dir: Path, edits: Sequence[str] | None, before: Mapping[str, object], now: Mapping[str, object]
+) -> Plan:
+    """Whether the edits since the last build (absolute paths; None: unknown) can be built link-only, and how.
+    `before`: the snapshot that build took at its start; `now`: this build's (empty: no link-only build here)."""
+    if not now:
+        return Plan((), "no link-only build for this architecture")
+    if not edits:
+        return Plan((), "what changed since the last build is not known")
+    listed = before.get("listing")
+    if not isinstance(listed, dict):
+        return Plan((), "the last build recorded nothing to compare with (an older pytest-kunit built it)")
+    if before.get("environment") != now["environment"]:
+        # Flags, compilers, the build's identity: the walk would compile everything anew (or the version strings).
+        return Plan((), "the environment Kbuild reads changed (KCFLAGS, KBUILD_BUILD_*, PATH, ...)")
+    try:
+        linked = {os.path.normpath(member) for member in thin_members(build_dir / "vmlinux.a")}
+        archived = _library_members(build_dir)
+    except (Opaque, OSError, ValueError):
+        return Plan((), "no thin vmlinux.a to link from (kernels before 6.1)")
+    edits = [edit for edit in edits if not _EDITOR_FILE.search(os.path.basename(edit))]
+    objects: list[str] = []
+    for edit in edits:
+        source = os.path.relpath(edit, tree)
+        if os.path.isdir(edit) and not os.path.islink(edit):
+            why = _relisted(tree, source, listed, edits)
+        else:
+            why = _unlinkable(build_dir, edit, source, linked, archived)
+            objects.append(os.path.splitext(source)[0] + ".o")
+        if why:
+            return Plan((), why)
+    sources = [edit for edit in edits if not os.path.isdir(edit)]
+    readers = _readers(build_dir, sources)
+    for edit, obj in zip(sources, objects, strict=True):
+        others = sorted(readers.get(edit, set()) - {_cmd_file(obj)})
+        if others:
+            return Plan((), f"{os.path.relpath(edit, tree)} is also read for {others[0]}")
+    return Plan(tuple(sorted(objects)))
+
+
+def _unlinkable(build_dir: Path, edit: str, source: str, linked: set[str], archived: set[str]) -> str:
+    """Why this edited file cannot be built link-only; "" if it can."""
+    try:
+        mode = os.lstat(edit).st_mode
+    except OSError:
+        return f"{source} was removed"
+    if not stat.S_ISREG(mode) or not source.endswith(SOURCE_SUFFIXES):
+        return f"{source} is not a C or assembler source"
+    obj = os.path.splitext(source)[0] + ".o"
+    if obj not in linked or obj in archived:
+        return f"{source} is not compiled straight into vmlinux"
+    if not (build_dir / obj).is_file() or not (build_dir / _cmd_file(obj)).is_file():
+        return f"{obj} or Kbuild's record of its command is missing"
+    return ""
+
+
+def listing(tree: Path, build_dir: Path) -> dict[str, list[str]] | None:
+    """The entries of each source directory of vmlinux.a's objects (editors' files left out); None without one. Taken
+    before the walk of the tree: whatever changes after it moves its directory's time past the build's start."""
+    try:
+        members = thin_members(build_dir / "vmlinux.a")
+    except (Opaque, OSError, ValueError):
+        return None
+    directories = {os.path.dirname(os.path.normpath(member)) for member in members}
+    entries: dict[str, list[str]] = {}
+    for directory in directories:
+        try:
+            names = os.listdir(tree / directory)
+        except OSError:
+            continue
+        entries[directory] = sorted(name for name in names if not _EDITOR_FILE.search(name))
+    return entries
+
+
+def _relisted(tree: Path, directory: str, listed: Mapping[str, Sequence[str]], edits: Sequence[str]) -> str:
+    """Why a changed directory stops the link-only build; "" if it holds the same entries as when the last build
+    started (an editor saved by renaming), any new one an edit checked on its own."""
+    before = listed.get(directory)
+    if before is None:
+        return f"files were added, removed or renamed in {directory}/"
+    now = {name for name in os.listdir(tree / directory) if not _EDITOR_FILE.search(name)}
+    removed = sorted(set(before) - now)
+    if removed:
+        return f"{os.path.join(directory, removed[0])} was removed or renamed"
+    edited = {os.path.basename(edit) for edit in edits if os.path.dirname(os.path.relpath(edit, tree)) == directory}
+    added = sorted(now - set(before) - edited)  # moved in with an older time: no edit of its own says what it is
+    return f"{os.path.join(directory, added[0])} was added" if added else ""
+
+
+def _cmd_file(obj: str) -> str:
+    directory, name = os.path.split(obj)
+    return os.path.join(directory, f".{name}.cmd")
+
+
+def _library_members(build_dir: Path) -> set[str]:
+    """Objects of the lib.a archives, linked only for the symbols they define (their index would need writing)."""
+    members: set[str] = set()
+    for archive in [build_dir / "lib/lib.a", *build_dir.glob("arch/*/lib/lib.a")]:
+        if archive.exists():
+            directory = archive.parent.relative_to(build_dir)
+            members.update(os.path.normpath(directory / member) for member in thin_members(archive))
+    return members
+
+
+def _readers(build_dir: Path, sources: Iterable[str]) -> dict[str, set[str]]:
+    """For each source (absolute path), the `.cmd` files (relative to the build directory) naming it as a
+    dependency: what Kbuild would compile again when it changes (a .c file may #include another)."""
+    by_name: dict[bytes, list[str]] = {}
+    for source in sources:
+        by_name.setdefault(os.fsencode(os.path.basename(source)), []).append(os.path.realpath(source))
+    found: dict[str, set[str]] = {}
+    for directory, _, files in os.walk(build_dir):
+        for name in files:
+            if not (name.startswith(".") and name.endswith(".cmd")):
+                continue
+            path = os.path.join(directory, name)
+            try:
+                with open(path, "rb") as stream:
+                    text = stream.read()
+            except OSError:
+                continue
+            for base, wanted in by_name.items():
+                if base not in text:
+                    continue
+                for token in text.replace(b"\\", b" ").replace(b":=", b" ").split():
+                    if token == base or token.endswith(b"/" + base):
+                        named = os.path.realpath(os.path.join(build_dir, os.fsdecode(token)))
+                        if named in wanted:
+                            found.setdefault(named, set()).add(os.path.relpath(path, build_dir))
+    # Report under the names the caller gave.
+    return {source: found.get(os.path.realpath(source), set()) for source in sources}
+
+
+@dataclass(frozen=True)
+class Built:
+    why: str = ""  # why the full make must follow (its walk then rebuilds whatever this left undone); "": done
+    linked: bool = True  # False: each object compiled byte for byte as vmlinux was linked from it, so no link
+
+
+def _object_digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _as_linked(build_dir: Path, obj: str, image: Path) -> str | None:
+    """The object's digest if the image was linked after it was last written, so from exactly these bytes (a link
+    that never followed a compile, say an interrupted run, leaves the object the newer); else None."""
+    try:
+        if (build_dir / obj).stat().st_mtime_ns >= image.stat().st_mtime_ns:
+            return None
+    except OSError:
+        return None
+    return _object_digest(build_dir / obj)
+
+
+def build(make: Make, chosen: Plan, progress: ProgressCallback) -> Built:
+    """Compile the plan's objects and link vmlinux again, unless every object came out as the image holds it (an edit
+    to a comment): linking the same objects again would give the same image. A compile error is the user's and
+    raised as BuildError."""
+    objects = chosen.objects
+    image = make.build_dir / make.arch.make.image
+    as_linked = {obj: _as_linked(make.build_dir, obj, image) for obj in objects}
+    progress.phase(
+        f"building kernel: link-only: make {' '.join(objects)}, then the vmlinux link (no tree walk); log: {make.log}"
+    )
+    marker = make.build_dir / ".pytest-kunit-link-only"
+    marker.write_text("")
+    since = marker.stat().st_mtime_ns - 1  # this clock's tick: whatever the compile writes is at least as new
+    make.run(make.command(f"-j{make.jobs}", *objects), progress)
+    expected = {*objects, *(_cmd_file(obj) for obj in objects), *REWRITTEN, marker.name, make.log.name}
+    written = changed_since(make.build_dir, since)
+    if written is None:
+        return Built("what the compile wrote could not be read")
+    stray = sorted(
+        relative
+        for path in written
+        if (relative := os.path.relpath(path, make.build_dir)) not in expected and not os.path.isdir(path)
+    )
+    if stray:
+        return Built(f"the compile also wrote {stray[0]}")
+    if all(digest is not None and digest == _object_digest(make.build_dir / obj) for obj, digest in as_linked.items()):
+        image.touch()  # linked from these bytes: as current as a link now would make it
+        with make.log.open("a") as stream:
+            stream.write(f"# link-only: compiled {', '.join(objects)}, each as {image.name} holds it: no link\n")
+        return Built(linked=False)
+    # vmlinux.a names the recompiled files, so it is as it was: vmlinux.o, linked from it, must be made again.
+    (make.build_dir / "vmlinux.o").unlink(missing_ok=True)
+    started = time.monotonic()
+    try:
+        # `-o .`: the build directory's descent (the tree walk) counts as done; only the link runs.
+        make.run(make.in_build_dir(f"-j{make.jobs}", "-o", ".", make.arch.make.target), progress)
+    except BuildError as error:
+        return Built(f"the link-only make failed ({error.args[0] if error.args else error})")
+    with make.log.open("a") as stream:
+        linked = f"linked {make.arch.make.target} in {time.monotonic() - started:.1f} s"
+        stream.write(f"# link-only: compiled {', '.join(objects)}, {linked}\n")
+    return Built()

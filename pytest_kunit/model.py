@@ -1,0 +1,118 @@
+"""The values every stage passes along: a case's name, the run's settings, a kernel built, the run's figures.
+
+Every other module of the package may import this one; it imports nothing of the package but the option values
+(options.py) and the architecture records (arch.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .arch import Arch
+from .options import Accel, Isolate, Wrapper
+
+CaseId = tuple[str, str]  # (suite, case)
+Attributes = tuple[tuple[str, str], ...]  # a case's KUnit attributes (6.6+), (name, value) in the kernel's order
+Durations = dict[str, dict[str, float]]  # kernel key -> suite -> seconds
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The settings of a run, resolved from its options (settings.py)."""
+
+    enabled: bool
+    kernel_src: Path | None  # None: the tree each fragment lies in, else the packaged tarball
+    patch_dirs: tuple[Path, ...] | None  # None: the default series on the packaged tarball, nothing elsewhere
+    cache_dir: Path
+    jobs: int
+    timeout: int
+    boot_timeout: float | None  # None: derived for each boot from its number of cases
+    accel: Accel
+    raw: bool
+    isolate: Isolate
+    reboot_after_crash: bool
+    qemu: str | None
+    arch: str
+    wrapper: Wrapper = Wrapper.AUTO
+    sanitize: tuple[str, ...] = ()  # names from sanitizers.py, in its order
+    kcidb: Path | None = None  # where to write the KCIDB report; None: no report
+    kcidb_origin: str = "pytest_kunit"
+    coverage: Path | None = None  # where the coverage report goes; None: no coverage
+    share_kernels: bool = False  # one union kernel per tree for the run's fragments (sharing.py)
+    reuse_kernels: bool = True  # a kernel built before serves a fragment it provably covers (reuse.py)
+
+
+@dataclass(frozen=True)
+class TreeFeatures:
+    """What the runner can ask of this tree's KUnit (our series adds these to 6.1)."""
+
+    filter_list: bool  # kunit.filter_glob takes a comma-separated list of globs
+    case_timeout: bool  # kunit.timeout=SECONDS sets the per-case timeout
+    attributes: bool = False  # test attributes (6.6+): kunit.action=list_attr and kunit.filter
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    image: Path
+    image_digest: str
+    build_dir: Path
+    ran_make: bool
+    seconds: float
+    log: Path
+    note: str = ""  # how it was built (link-only) and what the compiler wrapper did (ccache's hits): the "built" line
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One built image and the cases it holds, in the order the kernel runs them."""
+
+    key: str  # the kunitconfig file's node id: batches never mix kernels
+    build: BuildResult
+    arch: Arch
+    features: TreeFeatures
+    tree: Path
+    cases: tuple[CaseId, ...]
+    attributes: Mapping[CaseId, Attributes] = field(default_factory=dict)  # from a kunit.action=list_attr boot
+    boot_args: tuple[str, ...] = ()  # on every boot of this image (its sanitizers' own, its /init's)
+    initrd: Path | None = None  # the initramfs whose /init runs after KUnit (initramfs.py)
+    # The suites this fragment holds when its image is a kernel shared with other fragments (sharing.py): only these
+    # are collected, and every boot's filter leaves the others out. None: every suite of the image is its own.
+    suites: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class BuiltKernel:
+    """What a session knows of one fragment's kernel: its checkout and its build (sent by xdist workers as a dict)."""
+
+    key: str  # the fragment's node id
+    tree_key: str
+    tree: str  # which tree, which patches, why
+    patchset_hash: str
+    image_digest: str
+    arch: str
+    config: str  # the whole fragment built: the architecture's lines, the file's, the hooks'
+    seconds: float | None  # None when this run found the build made already
+
+
+@dataclass
+class Stats:
+    builds: int = 0
+    build_seconds: float = 0.0
+    boots: int = 0
+    boot_seconds: float = 0.0
+    reruns: int = 0  # cases run again in a fresh guest after an earlier crash or a signal from outside
+    fetches: int = 0  # kernel images fetched from the xdist controller (image_service.py)
+    fetched_bytes: int = 0
+    filters: list[str] = field(default_factory=list)
+
+    def merge(self, other: Mapping[str, float]) -> None:
+        """Add a worker's figures (its `asdict` without the filters, as sent through xdist's workeroutput)."""
+        self.builds += int(other.get("builds", 0))
+        self.build_seconds += other.get("build_seconds", 0.0)
+        self.boots += int(other.get("boots", 0))
+        self.boot_seconds += other.get("boot_seconds", 0.0)
+        self.reruns += int(other.get("reruns", 0))
+        self.fetches += int(other.get("fetches", 0))
+        self.fetched_bytes += int(other.get("fetched_bytes", 0))

@@ -1,0 +1,45 @@
+"""Who this process is in an xdist run, learnt from `config.workerinput` (never from environment variables, which
+leak into a pytest session started inside a worker), and what the controller hands every worker."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from ..model import Durations
+
+DURATIONS_KEY = "kunit_durations"
+
+
+def workerinput(config: pytest.Config) -> dict[str, Any] | None:
+    """What the controller handed this worker; None outside an xdist worker."""
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    return workerinput
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return workerinput(config) is not None
+
+
+def worker_count(config: pytest.Config) -> int:
+    given = workerinput(config)
+    return int(given.get("workercount", 1)) if given else 1
+
+
+def run_id(config: pytest.Config) -> str:
+    """One id per pytest run, shared by all its xdist workers (so they build each kernel once between them)."""
+    given = workerinput(config)
+    if given and given.get("testrunuid"):
+        return str(given["testrunuid"])
+    return uuid.uuid4().hex
+
+
+def worker_durations(config: pytest.Config) -> Durations | None:
+    """The stored suite durations the controller planned with, on a worker; None elsewhere."""
+    given = workerinput(config)
+    if given is None or DURATIONS_KEY not in given:
+        return None
+    durations: Durations = given[DURATIONS_KEY]
+    return durations
