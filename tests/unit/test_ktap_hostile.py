@@ -80,12 +80,8 @@ def test_list_attr_boots_split_at_the_suite_line_even_when_it_holds_a_dot() -> N
 
 def test_a_list_line_naming_no_case_is_reported_not_dropped() -> None:
     lines = ["KTAP version 1", "a.one", "gibberish without a dot", "b.two", "trailing words"]
-    assert listing(lines) == [
-        Listed("a", "one"),
-        Unread("gibberish without a dot"),
-        Listed("b", "two"),
-        Unread("trailing words"),
-    ]
+    # What follows the last case is the kernel's own (an initramfs's `Run /init as init process`), not the list's.
+    assert listing(lines) == [Listed("a", "one"), Unread("gibberish without a dot"), Listed("b", "two")]
     # Only a list boot says so: between suites of a test boot such lines are noise.
     assert not [e for e in ktap.parse(lines) if isinstance(e, Unread)]
 
