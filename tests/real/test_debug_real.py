@@ -1,7 +1,6 @@
 """The real tier's debug kernel: KUnit's suites and the kernel series' on KASAN, UBSAN, lockdep, DEBUG_ATOMIC_SLEEP,
 debug objects and kmemleak (testsuites/kunit-debug.kunitconfig), one kernel shared with the sanitize suite
-(testsuites/sanitize/, on the same lines: conftest.KERNELS["debug"]) and built with GCOV for test_coverage_real.py
-(every run here asks for coverage, which it then need not read): the slowest build of the tier.
+(testsuites/sanitize/, on the same lines, in a kernel of its own: conftest.KERNELS explains why they share none).
 
 Each fix of the series checked here also fails with its fix undone (tests/data/unfix-patches): that needs another
 cold debug build of another tree, so scripts/check-series.sh runs it (its last step), not command two."""
@@ -9,14 +8,13 @@ cold debug build of another tree, so scripts/check-series.sh runs it (its last s
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from .conftest import DEBUG, SANITIZE, Kunit
 from .test_real_kernel import FRAMEWORK_CASES, FRAMEWORK_SKIPS
 
-pytestmark = [pytest.mark.real, pytest.mark.xdist_group("debug")]
+pytestmark = [pytest.mark.real, pytest.mark.xdist_group("instrumented")]
 
 # The cases that check the series' fixes for what these debug options catch: each fails on a report printed while it
 # runs (a use after free, a stack overrun, a sleep in atomic context), as well as on its own expectations.
@@ -31,11 +29,10 @@ DEBUG_CHECKS = {
 }
 
 
-def test_series_suites_are_clean_on_the_debug_kernel(kunit: Kunit, tmp_path: Path) -> None:
-    shared = kunit.kernel("debug")
-    assert f"{DEBUG} runs in the kernel shared by" in shared.stdout, shared.report()
+def test_series_suites_are_clean_on_the_debug_kernel(kunit: Kunit) -> None:
+    kunit.kernel("debug")
     # The series' own first patch keeps 6.1's PVH entry, through which QEMU boots the vmlinux, free of KASAN checks.
-    run = kunit.run(DEBUG, f"--kunit-coverage={tmp_path}")  # the tier's debug kernel is its GCOV kernel too
+    run = kunit.run(DEBUG)
     # A sanitizer, lockdep, debug-objects or kmemleak report fails the case it was printed in, or the run; so does a
     # kmemleak final scan that never finished (no leak reported must mean none found).
     assert run.returncode == 0, run.report()
@@ -45,7 +42,6 @@ def test_series_suites_are_clean_on_the_debug_kernel(kunit: Kunit, tmp_path: Pat
     assert set(run.outcomes) >= FRAMEWORK_CASES | DEBUG_CHECKS, run.report()
     suites = {name.split(".")[0] for name in run.outcomes}
     assert {"kunit-seed-resource", "kunit_mock", "eeprom_buffer_mock", "of_base", "of_overlay"} <= suites, run.report()
-    assert "sanitize" not in suites, run.report()
 
 
 SANITIZE_OUTCOMES = {
@@ -59,10 +55,9 @@ SANITIZE_OUTCOMES = {
 }
 
 
-def test_each_report_fails_its_own_case_and_the_framework_stays_green(kunit: Kunit, tmp_path: Path) -> None:
-    kunit.kernel("debug")
-    # --kunit-sanitize adds nothing the fragment lacks: the debug kernel serves it as it is.
-    run = kunit.run(SANITIZE, "--kunit-sanitize", "kasan,ubsan", f"--kunit-coverage={tmp_path}")
+def test_each_report_fails_its_own_case_and_the_framework_stays_green(kunit: Kunit) -> None:
+    kunit.kernel("sanitize")
+    run = kunit.run(SANITIZE, "--kunit-sanitize=kasan,ubsan")
     assert "kernel builds: 0 " in run.stdout, run.report()
     sanitize = {name: outcome for name, outcome in run.outcomes.items() if name.startswith("sanitize.")}
     assert sanitize == SANITIZE_OUTCOMES, run.report()
