@@ -7,9 +7,9 @@ needs it (`Tier.kernel`), with its progress lines on the terminal; the tests aft
 types them, and pytest-kunit's own reuse (reuse.py) or the same build directory serves them with no build.
 
 The kernels (KERNELS): on the packaged 6.1 tree with the series, x86_64: the framework fragment with the
-out-of-tree suites (faults, misc-example, names), one shared kernel; all-tests; the debug kernel with the sanitize
-suite; the framework's GCOV kernel. arm64: the framework fragment with the fault suite. UML: the same
-two. 6.12 (test_real_6_12.py): its tree's own lib/kunit/.kunitconfig.
+out-of-tree suites (faults, misc-example, names), one shared kernel; all-tests; the debug kernel; the sanitize
+suite's; the framework's GCOV kernel. arm64: the framework fragment with the fault suite. UML: the same two. 6.12
+(test_real_6_12.py): its tree's own lib/kunit/.kunitconfig.
 """
 
 from __future__ import annotations
