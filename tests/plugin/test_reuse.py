@@ -13,7 +13,7 @@ import tarfile
 import pytest
 
 from .conftest import FAKE, FakeKernel, no_traceback
-from .test_share_kernels import SYMBOLS, builds, outcomes
+from .test_share_kernels import add_suites_a_and_b, builds, outcomes
 
 FAKE_MEMBERSHIP = """
 import json
@@ -55,14 +55,7 @@ def pytest_unconfigure(config):
 @pytest.fixture
 def fragments(pytester: pytest.Pytester, fake_kernel: FakeKernel) -> FakeKernel:
     """a and b each enable a suite of their own; ab enables both (a kernel that covers each)."""
-    with (fake_kernel.tree / "Kconfig").open("a") as stream:
-        stream.write(SYMBOLS)
-    spec = fake_kernel.spec()
-    spec["suites"] += [
-        {"name": "suite_a", "config": "SHARE_A", "cases": [{"name": "a_case"}]},
-        {"name": "suite_b", "config": "SHARE_B", "cases": [{"name": "b_case"}, {"name": "b_fails", "outcome": "fail"}]},
-    ]
-    fake_kernel.write_spec(spec)
+    add_suites_a_and_b(fake_kernel)
     pytester.makefile(
         ".kunitconfig",
         a="CONFIG_KUNIT=y\nCONFIG_SHARE_A=y\n",

@@ -48,9 +48,8 @@ A_AND_B = {"passed": 3 * 2 + 1 + 1, "failed": 2 * 2 + 1, "skipped": 2}
 SYMBOLS = "".join(f'\nconfig {name}\n\tbool "{name}"\n\tdepends on KUNIT\n' for name in ("SHARE_A", "SHARE_B"))
 
 
-@pytest.fixture
-def two_fragments(pytester: pytest.Pytester, fake_kernel: FakeKernel) -> FakeKernel:
-    """Fragments a and b: each enables one suite of its own; the example suite is in both."""
+def add_suites_a_and_b(fake_kernel: FakeKernel) -> None:
+    """suite_a, built with CONFIG_SHARE_A, and suite_b (one case failing), with CONFIG_SHARE_B, in the fake tree."""
     with (fake_kernel.tree / "Kconfig").open("a") as stream:
         stream.write(SYMBOLS)
     spec = fake_kernel.spec()
@@ -59,6 +58,12 @@ def two_fragments(pytester: pytest.Pytester, fake_kernel: FakeKernel) -> FakeKer
         {"name": "suite_b", "config": "SHARE_B", "cases": [{"name": "b_case"}, {"name": "b_fails", "outcome": "fail"}]},
     ]
     fake_kernel.write_spec(spec)
+
+
+@pytest.fixture
+def two_fragments(pytester: pytest.Pytester, fake_kernel: FakeKernel) -> FakeKernel:
+    """Fragments a and b: each enables one suite of its own; the example suite is in both."""
+    add_suites_a_and_b(fake_kernel)
     pytester.makefile(".kunitconfig", a="CONFIG_KUNIT=y\nCONFIG_SHARE_A=y\n", b="CONFIG_KUNIT=y\nCONFIG_SHARE_B=y\n")
     pytester.makeconftest(FAKE_MEMBERSHIP)
     return fake_kernel
