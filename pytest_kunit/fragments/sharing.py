@@ -4,10 +4,11 @@ Before the first build, the fragments the run will collect are found (the same w
 built from one tree with one set of patches form a group, and the group builds one kernel from all their lines, the
 union. Each fragment then runs, in boots of its own, exactly the suites its own kernel would hold: its configuration
 is completed alone (`syncconfig`, seconds) and membership.suites_alone reads from the union's objects which suites
-that configuration keeps. A fragment that sets a symbol another sets otherwise, a union that does not build, and a
+that configuration keeps, and that no source of those suites tests a symbol the two set differently (membership.py,
+from Kbuild's own records). A fragment that sets a symbol another sets otherwise, a union that does not build, and a
 fragment whose suites cannot be told for sure are built alone, as without the option: it never changes which cases a
-fragment has, only the configuration around them (the other fragments' symbols), which the real tier compares
-verdict by verdict (tests/real/test_shared_kernel.py).
+fragment has; the real tier compares a fragment alone and shared verdict by verdict (tests/real/test_uml.py).
+Out-of-tree suites join a group: the union's request places every member's folder into the tree.
 """
 
 from __future__ import annotations
