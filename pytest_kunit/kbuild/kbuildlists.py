@@ -159,19 +159,8 @@ def built_in(
     is linked if an included directory lists it, a directory is included if an included ancestor lists it, up to the
     root Kbuild. Only the objects' ancestors are read, so an object listed from elsewhere counts as not linked."""
     objects = sorted(objects)
-    autoconf = write_autoconf(config, scratch / label / "auto.conf")
     directories = sorted({directory for path in objects for directory in _ancestors(path)}, key=_depth)
-    arch = (
-        arch_directories(tree, autoconf, srcarch, scratch)
-        if (tree / "arch" / srcarch.partition("/")[0] / "Makefile").is_file()
-        else ""
-    )
-
-    def read(directory: str) -> Listing:
-        return evaluate(tree, directory, autoconf, srcarch, scratch, arch)
-
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        listed = dict(zip(directories, pool.map(read, directories), strict=True))
+    listed = listings(tree, config, directories, srcarch, scratch, label)
     included = {"."}
     for directory in directories:
         if any(
