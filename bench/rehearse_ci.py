@@ -89,8 +89,9 @@ def module_seconds(junit: Path) -> tuple[dict[str, float], list[tuple[float, str
     for case in ET.parse(junit).getroot().iter("testcase"):
         seconds = float(case.get("time") or 0)
         classname = case.get("classname", "")  # tests.real.test_uml (a module's function), or with .Class
-        module = next((part for part in classname.split(".") if part.startswith("test_")), classname)
-        modules[f"{classname.split('.test_')[0]}.{module}"] += seconds
+        parts = classname.split(".")
+        last = next((index for index, part in enumerate(parts) if part.startswith("test_")), len(parts) - 1)
+        modules[".".join(parts[: last + 1])] += seconds
         tests.append((seconds, f"{classname}::{case.get('name')}"))
     return dict(modules), sorted(tests, reverse=True)
 

@@ -2,25 +2,29 @@
 
 Every test runs pytest in a subprocess exactly as a user would. The tier keeps a cache of its own (TIER_HOME, given to
 the subprocesses as XDG_CACHE_HOME: pytest-kunit's cache and ccache's), never the user's: its verdicts do not depend
-on what else the user built, and a rerun finds the tier's kernels warm. A kernel is built by the first test that
-needs it (`Tier.kernel`), with its progress lines on the terminal; the tests after it run their fragments as a user
-types them, and pytest-kunit's own reuse (reuse.py) or the same build directory serves them with no build.
+on what else the user built, and a rerun finds the tier's kernels warm. The tests after a kernel's build run their
+fragments as a user types them, and pytest-kunit's own reuse (reuse.py) or the same build directory serves them with
+no build.
 
-The kernels (KERNELS): on the packaged 6.1 tree with the series, x86_64: the framework fragment with the
-out-of-tree suites (faults, misc-example, names), one shared kernel; all-tests; the debug kernel; the sanitize
-suite's; the framework's GCOV kernel. arm64: the framework fragment with the fault suite. UML: the same two. 6.12
-(test_real_6_12.py): its tree's own lib/kunit/.kunitconfig.
+When a session collects real tests beside the fast tiers (command two), the real ones run last and a builder thread
+starts the kernels they name (`pytest.mark.real("x86_64", ...)`) at once, one after another in KERNELS' order: the
+fast tiers and the first kernels' boots run while the next kernels compile, on the cores a boot leaves idle. A test
+that needs a kernel still building waits for it and shows that build's progress lines (`Tier.kernel`). Under xdist or
+for a single test nothing is built ahead: the first test that needs a kernel builds it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,17 +42,62 @@ ALL_TESTS = "testsuites/all-tests.kunitconfig"
 DEBUG = "testsuites/kunit-debug.kunitconfig"
 SANITIZE = "testsuites/sanitize/sanitize.kunitconfig"
 
-# Each kernel: the pytest arguments that build it (a shared kernel for several fragments, or one fragment's own).
-KERNELS: dict[str, tuple[str, ...]] = {
-    "x86_64": ("--kunit-share-kernels", FRAMEWORK, FAULTS, MISC, NAMES),
-    "all-tests": (ALL_TESTS,),
-    # Each instrumented kernel runs its fragment alone: a filtered boot of 6.1's KUnit leaks its suites' debugfs logs
-    # (kunit_debugfs_create_suite on the filter's copies), which kmemleak reports, so the kmemleak kernels share none.
-    "debug": (DEBUG,),
-    "sanitize": ("--kunit-sanitize=kasan,ubsan", SANITIZE),
-    "gcov": (f"--kunit-coverage={TIER_HOME / 'coverage'}", FRAMEWORK),
-    "arm64": ("--kunit-arch=arm64", "--kunit-share-kernels", FRAMEWORK, FAULTS),
-    "um": ("--kunit-arch=um", "--kunit-share-kernels", FRAMEWORK, FAULTS),
+TARBALL_6_12 = Path("/usr/src/linux-source-6.12.tar.xz")
+TREE_6_12 = TIER_HOME / "trees" / "linux-source-6.12"
+UML_ALONE_CACHE = TIER_HOME / "um-alone"
+
+
+def extract_6_12() -> None:
+    """Debian's 6.12 tarball extracted once, where a developer keeps a tree (outside this project)."""
+    if (TREE_6_12 / ".extracted").exists():
+        return
+    assert TARBALL_6_12.is_file(), f"{TARBALL_6_12} is missing: scripts/setup.sh installs linux-source-6.12"
+    TREE_6_12.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["rm", "-rf", str(TREE_6_12)], check=True)
+    subprocess.run(["tar", "-I", "xz -T0", "-xf", str(TARBALL_6_12), "-C", str(TREE_6_12.parent)], check=True)
+    (TREE_6_12 / ".extracted").write_text("")
+
+
+def link_tier_trees(cache: Path) -> Path:
+    """A pytest-kunit cache of its own but for the tier's extracted, patched trees, hard-linked (builds never write
+    into a tree): nothing is extracted again."""
+    (cache / "src").mkdir(parents=True, exist_ok=True)
+    for tree in (TIER_CACHE / "src").iterdir():
+        if tree.is_dir() and not (cache / "src" / tree.name).exists():
+            subprocess.run(["cp", "-al", str(tree), str(cache / "src" / tree.name)], check=True)
+    return cache
+
+
+@dataclass(frozen=True)
+class TierKernel:
+    """The pytest arguments that build one kernel (a shared kernel for several fragments, or one fragment's own),
+    where they are typed, and what must exist first."""
+
+    args: tuple[str, ...]
+    cwd: Path = ROOT
+    prepare: Callable[[], object] | None = None
+
+
+# In the order the builder builds them: the kernels with the most tests behind them first, so that their boots run
+# while the later ones compile; the instrumented kernel, the slowest build with the fewest tests, last.
+KERNELS: dict[str, TierKernel] = {
+    "x86_64": TierKernel(("--kunit-share-kernels", FRAMEWORK, FAULTS, MISC, NAMES)),
+    "all-tests": TierKernel((ALL_TESTS,)),
+    "arm64": TierKernel(("--kunit-arch=arm64", "--kunit-share-kernels", FRAMEWORK, FAULTS)),
+    "um": TierKernel(("--kunit-arch=um", "--kunit-share-kernels", FRAMEWORK, FAULTS)),
+    # The framework fragment built alone (reuse off, in a cache of its own): test_uml compares it case by case with
+    # the same fragment in the shared kernel above.
+    "um-alone": TierKernel(
+        ("--kunit-arch=um", "--kunit-reuse-kernels=no", f"--kunit-cache-dir={UML_ALONE_CACHE}", FRAMEWORK),
+        prepare=lambda: link_tier_trees(UML_ALONE_CACHE),
+    ),
+    "6.12": TierKernel(("lib/kunit/",), cwd=TREE_6_12, prepare=extract_6_12),
+    # One instrumented kernel for the debug fragment, the sanitize suite (on the same lines) and coverage (every run
+    # in it asks for GCOV): the series' patch 5 keeps the suites a filtered boot ran, which 6.1 freed under their
+    # debugfs logs (a kmemleak report on every filtered boot), so a kmemleak kernel serves several fragments and -k.
+    "instrumented": TierKernel(
+        ("--kunit-share-kernels", f"--kunit-coverage={TIER_HOME / 'coverage'}", DEBUG, SANITIZE)
+    ),
 }
 
 
@@ -85,60 +134,204 @@ def junit_outcomes(junit: Path) -> dict[str, str]:
 
 
 def run_pytest_kunit(
-    capsys: pytest.CaptureFixture[str] | None,
+    show: Callable[[str], None] | None,
     junit: Path,
     *args: str,
     cwd: Path = ROOT,
     env: dict[str, str] | None = None,
     timeout: float = 3600,
+    started: Callable[[subprocess.Popen[str]], None] | None = None,
 ) -> Run:
-    """`pytest --kunit ARGS` in a subprocess, in the tier's cache; its progress lines (`kunit: ...`) reach the
-    terminal as they come, so a person watching knows what a build waits for."""
+    """`pytest --kunit ARGS` in a subprocess, in the tier's cache; each progress line (`kunit: ...`) goes to `show` as
+    it comes, so a person watching knows what a build waits for. The child leads a process group of its own, which a
+    watchdog (or the builder, when the session ends) stops whole: make and its compilers with it."""
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--kunit", "-v", f"--junitxml={junit}", *args]
-    started = time.monotonic()
+    begun = time.monotonic()
     lines: list[str] = []
     env = env or tier_env()
     with subprocess.Popen(
-        command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
     ) as child:
-        watchdog = threading.Timer(timeout, child.kill)  # a child that hangs silently is ended too
+        if started is not None:
+            started(child)
+        watchdog = threading.Timer(timeout, stop_group, (child,))  # a child that hangs silently is ended too
         watchdog.start()
         try:
             assert child.stdout is not None
             for line in child.stdout:
                 lines.append(line)
-                if line.startswith("kunit: ") and capsys is not None:
-                    with capsys.disabled():
-                        print(f"    [{Path(args[-1]).name if args else 'pytest'}] {line.rstrip()}", flush=True)
+                if line.startswith("kunit: ") and show is not None:
+                    show(f"    [{Path(args[-1]).name if args else 'pytest'}] {line.rstrip()}")
         finally:
             watchdog.cancel()
         child.wait()
     process = subprocess.CompletedProcess(command, child.returncode, "".join(lines), "")
-    return Run(process, junit_outcomes(junit), time.monotonic() - started)
+    return Run(process, junit_outcomes(junit), time.monotonic() - begun)
+
+
+def stop_group(child: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child.pid, signal.SIGKILL)
+
+
+def shown_by(capsys: pytest.CaptureFixture[str] | None) -> Callable[[str], None] | None:
+    """Lines printed on the terminal past pytest's capture, or nowhere without a capsys."""
+    if capsys is None:
+        return None
+
+    def show(line: str) -> None:
+        with capsys.disabled():
+            print(line, flush=True)
+
+    return show
+
+
+def build_kernel(
+    name: str,
+    junit: Path,
+    show: Callable[[str], None] | None,
+    started: Callable[[subprocess.Popen[str]], None] | None = None,
+) -> Run:
+    """Build (or find warm) and list the kernel `name` of KERNELS: the run of `--collect-only` in its place."""
+    kernel = KERNELS[name]
+    if kernel.prepare is not None:
+        kernel.prepare()
+    return run_pytest_kunit(show, junit, "--collect-only", "-q", *kernel.args, cwd=kernel.cwd, started=started)
+
+
+class Builder(threading.Thread):
+    """Builds the session's kernels ahead of the tests, one after another; each kernel's lines kept for the test
+    that waits for it."""
+
+    def __init__(self, names: list[str], scratch: Path) -> None:
+        super().__init__(name="real-tier-builder", daemon=True)
+        self.names = names
+        self.scratch = scratch
+        self.lines: dict[str, list[str]] = {name: [] for name in names}
+        self.runs: dict[str, Run | BaseException] = {}
+        self.done = {name: threading.Event() for name in names}
+        self.child: subprocess.Popen[str] | None = None
+        self.stopping = False
+
+    def run(self) -> None:
+        for name in self.names:
+            if self.stopping:
+                break
+            try:
+                self.runs[name] = build_kernel(
+                    name,
+                    self.scratch / f"kernel-{name}.xml",
+                    self.lines[name].append,
+                    started=self.keep_child,
+                )
+            except BaseException as error:  # the waiting test reports it
+                self.runs[name] = error
+            finally:
+                self.done[name].set()
+
+    def keep_child(self, child: subprocess.Popen[str]) -> None:
+        self.child = child
+
+    def stop(self) -> None:
+        self.stopping = True
+        if self.child is not None and self.child.poll() is None:
+            stop_group(self.child)
+
+    def wait_for(self, name: str, show: Callable[[str], None] | None) -> Run:
+        """The builder's run of `name`, once done; its progress lines shown as they come, and first which kernel it
+        is still building, if another."""
+        shown = 0
+        ahead = [other for other in self.names if not self.done[other].is_set() and other != name]
+        if show is not None and ahead and self.names.index(ahead[0]) < self.names.index(name):
+            show(f"    [tier] {name}: the tier's builder is building {', '.join(ahead[:3])} first")
+        while not self.done[name].wait(2):
+            shown = self.show_new(name, shown, show)
+        self.show_new(name, shown, show)
+        outcome = self.runs[name]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def show_new(self, name: str, shown: int, show: Callable[[str], None] | None) -> int:
+        lines = self.lines[name]
+        if show is not None:
+            for line in lines[shown:]:
+                show(line)
+        return len(lines)
 
 
 @dataclass
 class Tier:
-    """The session's kernels, each built (or found warm) once by the first test that asks."""
+    """The session's kernels, each built (or found warm) once: ahead by the builder, or by the first test that asks."""
 
     scratch: Path
+    builder: Builder | None = None
     built: dict[str, Run] = field(default_factory=dict)
     memo: dict[str, object] = field(default_factory=dict)  # what a module builds once a session on top of a kernel
 
     def kernel(self, name: str, capsys: pytest.CaptureFixture[str] | None = None) -> Run:
-        """Build (or find warm) and list the kernel `name` of KERNELS; the run of `--collect-only`."""
         if name not in self.built:
-            junit = self.scratch / f"kernel-{name}.xml"
-            run = run_pytest_kunit(capsys, junit, "--collect-only", "-q", *KERNELS[name])
+            show = shown_by(capsys)
+            if self.builder is not None and name in self.builder.names:
+                run = self.builder.wait_for(name, show)
+            else:
+                run = build_kernel(name, self.scratch / f"kernel-{name}.xml", show)
             assert run.returncode == 0, run.report()
             self.built[name] = run
         return self.built[name]
 
 
-@pytest.fixture(scope="session")
-def tier(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tier]:
+TIER_KEY = pytest.StashKey[Tier]()
+
+
+def tier_kernels(item: pytest.Item) -> tuple[str, ...]:
+    """The kernels a real test names: `pytest.mark.real("x86_64", ...)`."""
+    marker = item.get_closest_marker("real")
+    return tuple(marker.args) if marker is not None else ()
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    real = [item for item in items if item.get_closest_marker("real") is not None]
+    if not real:
+        return
+    order = list(KERNELS)
+
+    def first_kernel(item: pytest.Item) -> int:
+        return min((order.index(name) for name in tier_kernels(item) if name in KERNELS), default=len(order))
+
+    # The fast tiers first, then the real tests in the order their kernels are built (sorted is stable: a module's
+    # own order stays).
+    items[:] = [item for item in items if item.get_closest_marker("real") is None] + sorted(real, key=first_kernel)
+    needed = {name for item in real for name in tier_kernels(item)}
+    unknown = needed - set(KERNELS)
+    if unknown:
+        raise pytest.UsageError(f"real tests name kernels KERNELS lacks: {sorted(unknown)}")
+    ahead = (
+        len(real) > 1
+        and not config.option.collectonly
+        and not hasattr(config, "workerinput")
+        and not getattr(config.option, "numprocesses", None)
+    )
     TIER_HOME.mkdir(parents=True, exist_ok=True)
-    yield Tier(tmp_path_factory.mktemp("tier"))
+    scratch = Path(tempfile.mkdtemp(prefix="session-", dir=TIER_HOME))  # the kernels' JUnit files, small
+    tier = Tier(scratch)
+    if ahead:
+        tier.builder = Builder([name for name in KERNELS if name in needed], scratch)
+        tier.builder.start()
+    config.stash[TIER_KEY] = tier
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    tier = session.config.stash.get(TIER_KEY, None)
+    if tier is not None and tier.builder is not None:
+        tier.builder.stop()
+
+
+@pytest.fixture(scope="session")
+def tier(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tier]:
+    TIER_HOME.mkdir(parents=True, exist_ok=True)
+    yield request.config.stash.get(TIER_KEY, None) or Tier(tmp_path_factory.mktemp("tier"))
 
 
 @dataclass
@@ -156,7 +349,8 @@ class Kunit:
     def run(self, *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: float = 3600) -> Run:
         self.runs += 1
         junit = self.tmp_path / f"run-{self.runs}.xml"
-        return run_pytest_kunit(self.capsys, junit, *args, cwd=cwd, env=tier_env(**(env or {})), timeout=timeout)
+        show = shown_by(self.capsys)
+        return run_pytest_kunit(show, junit, *args, cwd=cwd, env=tier_env(**(env or {})), timeout=timeout)
 
 
 @pytest.fixture

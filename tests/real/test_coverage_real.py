@@ -1,6 +1,7 @@
-"""The real tier for --kunit-coverage: the framework fragment built with GCOV (conftest.KERNELS["gcov"]), its counters
-copied out of the guest by the initramfs's /init, and the report's lib/kunit/test.c line coverage checked against
-gcov's own reading of the same counters."""
+"""The real tier for --kunit-coverage: the debug fragment (the framework's suites and the series', on the tier's
+instrumented kernel, built with GCOV: conftest.KERNELS["instrumented"]), its counters copied out of the guest by the
+initramfs's /init, and the report's lib/kunit/test.c line coverage checked against gcov's own reading of the same
+counters."""
 
 from __future__ import annotations
 
@@ -11,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FRAMEWORK, Kunit
+from .conftest import DEBUG, Kunit
 
-pytestmark = [pytest.mark.real, pytest.mark.xdist_group("instrumented")]
+pytestmark = [pytest.mark.real("instrumented"), pytest.mark.xdist_group("instrumented")]
 
 
 def test_framework_coverage_matches_gcov(kunit: Kunit, tmp_path: Path) -> None:
-    kunit.kernel("gcov")
+    kunit.kernel("instrumented")
     output = tmp_path / "coverage"
-    run = kunit.run(FRAMEWORK, f"--kunit-coverage={output}")
+    run = kunit.run(DEBUG, f"--kunit-coverage={output}")
     assert run.returncode == 0, run.report()
     assert "kernel builds: 0 " in run.stdout, run.report()
     assert all(outcome in ("passed", "skipped") for outcome in run.outcomes.values()), run.report()
@@ -41,13 +42,13 @@ def test_framework_coverage_matches_gcov(kunit: Kunit, tmp_path: Path) -> None:
 
 def test_a_selection_covers_only_what_ran(kunit: Kunit, tmp_path: Path) -> None:
     """With -k only the selected cases run: a suite left out covers none of its own lines (the same GCOV build as
-    above: boots only)."""
-    kunit.kernel("gcov")
+    above: boots only). The selection is a filtered boot of a kmemleak kernel: clean since the series' patch 5."""
+    kunit.kernel("instrumented")
     everything, selected = tmp_path / "all", tmp_path / "selected"
-    run = kunit.run(FRAMEWORK, f"--kunit-coverage={everything}")
+    run = kunit.run(DEBUG, f"--kunit-coverage={everything}")
     assert run.returncode == 0, run.report()
     whole = lines_covered(everything)
-    run = kunit.run(FRAMEWORK, f"--kunit-coverage={selected}", "-k", "example")
+    run = kunit.run(DEBUG, f"--kunit-coverage={selected}", "-k", "example")
     assert run.returncode == 0, run.report()
     assert run.outcomes and all(name.startswith("example.") for name in run.outcomes), run.outcomes
     part = lines_covered(selected)

@@ -1,6 +1,9 @@
 """The real tier's debug kernel: KUnit's suites and the kernel series' on KASAN, UBSAN, lockdep, DEBUG_ATOMIC_SLEEP,
 debug objects and kmemleak (testsuites/kunit-debug.kunitconfig), one kernel shared with the sanitize suite
-(testsuites/sanitize/, on the same lines, in a kernel of its own: conftest.KERNELS explains why they share none).
+(testsuites/sanitize/, on the same lines) and built with GCOV for test_coverage_real.py (conftest.KERNELS's
+"instrumented").
+Every run here asks for coverage (which it then need not read), as that kernel was built with it; each boot is a
+filtered one (the kernel serves two fragments), which kmemleak finds clean since the series' patch 5.
 
 Each fix of the series checked here also fails with its fix undone (tests/data/unfix-patches): that needs another
 cold debug build of another tree, so scripts/check-series.sh runs it (its last step), not command two."""
@@ -8,13 +11,14 @@ cold debug build of another tree, so scripts/check-series.sh runs it (its last s
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from .conftest import DEBUG, SANITIZE, Kunit
 from .test_real_kernel import FRAMEWORK_CASES, FRAMEWORK_SKIPS
 
-pytestmark = [pytest.mark.real, pytest.mark.xdist_group("instrumented")]
+pytestmark = [pytest.mark.real("instrumented"), pytest.mark.xdist_group("instrumented")]
 
 # The cases that check the series' fixes for what these debug options catch: each fails on a report printed while it
 # runs (a use after free, a stack overrun, a sleep in atomic context), as well as on its own expectations.
@@ -26,13 +30,15 @@ DEBUG_CHECKS = {
     "kunit_mock.mock_test_atomic_context",
     "eeprom_buffer_mock.eeprom_buffer_mock_retries_after_short_write_error",
     "string-stream-test.string_stream_test_append_percent",
+    "kunit_executor_test.filter_suites_that_ran_outlive_the_run_test",
 }
 
 
-def test_series_suites_are_clean_on_the_debug_kernel(kunit: Kunit) -> None:
-    kunit.kernel("debug")
+def test_series_suites_are_clean_on_the_debug_kernel(kunit: Kunit, tmp_path: Path) -> None:
+    shared = kunit.kernel("instrumented")
+    assert f"{DEBUG} runs in the kernel shared by" in shared.stdout, shared.report()
     # The series' own first patch keeps 6.1's PVH entry, through which QEMU boots the vmlinux, free of KASAN checks.
-    run = kunit.run(DEBUG)
+    run = kunit.run(DEBUG, f"--kunit-coverage={tmp_path}")
     # A sanitizer, lockdep, debug-objects or kmemleak report fails the case it was printed in, or the run; so does a
     # kmemleak final scan that never finished (no leak reported must mean none found).
     assert run.returncode == 0, run.report()
@@ -42,6 +48,7 @@ def test_series_suites_are_clean_on_the_debug_kernel(kunit: Kunit) -> None:
     assert set(run.outcomes) >= FRAMEWORK_CASES | DEBUG_CHECKS, run.report()
     suites = {name.split(".")[0] for name in run.outcomes}
     assert {"kunit-seed-resource", "kunit_mock", "eeprom_buffer_mock", "of_base", "of_overlay"} <= suites, run.report()
+    assert "sanitize" not in suites, run.report()
 
 
 SANITIZE_OUTCOMES = {
@@ -55,9 +62,10 @@ SANITIZE_OUTCOMES = {
 }
 
 
-def test_each_report_fails_its_own_case_and_the_framework_stays_green(kunit: Kunit) -> None:
-    kunit.kernel("sanitize")
-    run = kunit.run(SANITIZE, "--kunit-sanitize=kasan,ubsan")
+def test_each_report_fails_its_own_case_and_the_framework_stays_green(kunit: Kunit, tmp_path: Path) -> None:
+    kunit.kernel("instrumented")
+    # --kunit-sanitize adds nothing the fragment lacks: the instrumented kernel serves it as it is.
+    run = kunit.run(SANITIZE, "--kunit-sanitize=kasan,ubsan", f"--kunit-coverage={tmp_path}")
     assert "kernel builds: 0 " in run.stdout, run.report()
     sanitize = {name: outcome for name, outcome in run.outcomes.items() if name.startswith("sanitize.")}
     assert sanitize == SANITIZE_OUTCOMES, run.report()

@@ -14,7 +14,7 @@ from pytest_kunit.kernel.kconfig import read_dotconfig
 
 from .conftest import FRAMEWORK, Kunit
 
-pytestmark = [pytest.mark.real, pytest.mark.xdist_group("x86_64")]
+pytestmark = [pytest.mark.real("x86_64", "all-tests"), pytest.mark.xdist_group("x86_64")]
 
 
 def configured(build: Path) -> dict[str, str]:

@@ -5,34 +5,25 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import tarfile
 import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import TIER_HOME, Kunit, Run
+from .conftest import TREE_6_12, Kunit, Run
 
-pytestmark = [pytest.mark.real, pytest.mark.xdist_group("6.12")]
+pytestmark = [pytest.mark.real("6.12"), pytest.mark.xdist_group("6.12")]
 
-TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
 KUNIT_PY = Path(__file__).resolve().parents[1] / "data" / "kunitpy-6.12-lib-kunit.json"
 OUTCOMES = {"PASS": "passed", "SKIP": "skipped", "FAIL": "failure"}
 
 
-@pytest.fixture(scope="module")
-def tree_6_12() -> Path:
-    """The tarball extracted once, where a developer keeps a tree (outside this project: the tier's own place)."""
-    root = TIER_HOME / "trees"
-    tree = root / "linux-source-6.12"
-    if not (tree / ".extracted").exists():
-        assert tarfile.is_tarfile(TARBALL), f"{TARBALL} is missing: scripts/setup.sh installs linux-source-6.12"
-        root.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["rm", "-rf", str(tree)], check=True)
-        subprocess.run(["tar", "-I", "xz -T0", "-xf", str(TARBALL), "-C", str(root)], check=True)
-        (tree / ".extracted").write_text("")
-    return tree
+@pytest.fixture
+def tree_6_12(kunit: Kunit) -> Path:
+    """The tarball extracted once, where a developer keeps a tree (outside this project: the tier's own place), and
+    its lib/kunit kernel built (conftest.KERNELS["6.12"])."""
+    kunit.kernel("6.12")
+    return TREE_6_12
 
 
 def test_in_tree_lib_kunit_matches_kunit_py(tree_6_12: Path, kunit: Kunit) -> None:

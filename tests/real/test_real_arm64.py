@@ -15,7 +15,7 @@ import pytest
 from .conftest import FAULTS, FRAMEWORK, Kunit
 from .test_real_kernel import FAULT_OUTCOMES, assert_framework_green
 
-pytestmark = [pytest.mark.real, pytest.mark.xdist_group("arm64")]
+pytestmark = [pytest.mark.real("arm64"), pytest.mark.xdist_group("arm64")]
 
 ARM64 = "--kunit-arch=arm64"
 

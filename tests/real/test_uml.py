@@ -5,15 +5,13 @@ the framework fragment built alone once more, for the verdict-by-verdict proof t
 from __future__ import annotations
 
 import re
-import subprocess
-from pathlib import Path
 
 import pytest
 
-from .conftest import FAULTS, FRAMEWORK, TIER_CACHE, Kunit
+from .conftest import FAULTS, FRAMEWORK, KERNELS, Kunit
 from .test_real_kernel import FAULT_OUTCOMES, assert_framework_green
 
-pytestmark = [pytest.mark.real, pytest.mark.xdist_group("um")]
+pytestmark = [pytest.mark.real("um", "um-alone"), pytest.mark.xdist_group("um")]
 
 UML = "--kunit-arch=um"
 
@@ -54,17 +52,16 @@ def test_fault_suite_gives_the_verdicts_it_gives_under_qemu(kunit: Kunit) -> Non
     assert re.search(r"kunit_try_run_case \(lib/kunit/test\.c:\d+\)", text), run.report()
 
 
-def test_shared_verdicts_are_those_of_the_fragment_s_own_kernel(kunit: Kunit, tmp_path: Path) -> None:
-    """The framework fragment built alone (reuse off, in a cache of its own seeded with the tier's extracted tree)
-    against the same fragment in the shared kernel, case by case. UML's kernel is the cheapest to build alone; the
-    main job's fragments are compared in bench/ (docs/performance.md)."""
+def test_shared_verdicts_are_those_of_the_fragment_s_own_kernel(kunit: Kunit) -> None:
+    """The framework fragment built alone (reuse off, in a cache of its own: conftest.KERNELS["um-alone"]) against the
+    same fragment in the shared kernel, case by case. UML's kernel is the cheapest to build alone; the main job's
+    fragments are compared in bench/ (docs/performance.md)."""
     kunit.kernel("um")
     shared = kunit.run(UML, FRAMEWORK)
-    own_cache = tmp_path / "own"
-    (own_cache / "src").mkdir(parents=True)
-    for tree in (TIER_CACHE / "src").iterdir():  # hard links: builds never write into a tree
-        if tree.is_dir():
-            subprocess.run(["cp", "-al", str(tree), str(own_cache / "src" / tree.name)], check=True)
-    alone = kunit.run(UML, FRAMEWORK, "--kunit-reuse-kernels=no", f"--kunit-cache-dir={own_cache}")
-    assert "kernel builds: 1 " in alone.stdout, alone.report()
+    assert "kernel builds: 0 " in shared.stdout and "runs in the kernel shared by" in shared.stdout, shared.report()
+    kunit.kernel("um-alone")
+    alone = kunit.run(*KERNELS["um-alone"].args)
+    assert "kernel builds: 0 " in alone.stdout, alone.report()
+    assert "runs in the kernel shared by" not in alone.stdout, alone.report()
+    assert "runs in the kernel built for" not in alone.stdout, alone.report()
     assert alone.outcomes == shared.outcomes and alone.outcomes, (alone.report(), shared.report())

@@ -12,7 +12,7 @@ import pytest
 
 from .conftest import FAULTS, FRAMEWORK, ROOT, Kunit, tier_env
 
-pytestmark = [pytest.mark.real, pytest.mark.xdist_group("x86_64")]
+pytestmark = [pytest.mark.real("x86_64"), pytest.mark.xdist_group("x86_64")]
 
 
 def test_verdicts_do_not_depend_on_the_hosts_load(kunit: Kunit, tmp_path: Path) -> None:

@@ -21,14 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import KERNELS, TIER_CACHE, TIER_HOME, Kunit, Run
+from .conftest import KERNELS, TIER_HOME, Kunit, Run, link_tier_trees
 
-pytestmark = [pytest.mark.real, pytest.mark.xdist_group("x86_64")]
+pytestmark = [pytest.mark.real("x86_64"), pytest.mark.xdist_group("x86_64")]
 
 EDITED = "lib/kunit/kunit-example-test.c"
 # The tier's shared kernel (the framework fragment and the out-of-tree suites), built from the same fragments; the
 # fault suite's hang (two minutes) is left out of the boots, which only the framework's verdicts are compared from.
-SHARED = (*KERNELS["x86_64"], "-k", "not faults")
+SHARED = (*KERNELS["x86_64"].args, "-k", "not faults")
 _BUILT = re.compile(r"built (\S+) in [\d.]+ s \(log: ([^;)]*)(?:; ccache: (\d+) of (\d+) compiles hit)?\)")
 
 
@@ -45,16 +45,6 @@ def ccache_counts(ccache_dir: Path) -> tuple[int, int]:
     counters = dict(line.split("\t", 1) for line in stats.stdout.splitlines() if "\t" in line)
     hits = int(counters["direct_cache_hit"]) + int(counters["preprocessed_cache_hit"])
     return hits, int(counters["cache_miss"])
-
-
-def new_cache(cache: Path) -> Path:
-    """An empty pytest-kunit cache but for the tier's extracted, patched tree, hard-linked: a second copy of the
-    tree at another path and depth."""
-    (cache / "src").mkdir(parents=True)
-    for tree in (TIER_CACHE / "src").iterdir():
-        if tree.is_dir():
-            subprocess.run(["cp", "-al", str(tree), str(cache / "src" / tree.name)], check=True)
-    return cache
 
 
 @dataclass
@@ -111,7 +101,7 @@ def second_copy(kunit: Kunit, root: Path) -> SecondCopy:
     depth (all ccache could tell apart), into an empty pytest-kunit cache; with the ccache hits and misses it
     counted, from ccache's own statistics."""
     if "second-copy" not in kunit.tier.memo:
-        cache = new_cache(root / "elsewhere" / "deeper" / "cache-b")
+        cache = link_tier_trees(root / "elsewhere" / "deeper" / "cache-b")
         before = ccache_counts(CCACHE_DIR)
         log = root / "again.ccache.log"
         run = kunit.run(
