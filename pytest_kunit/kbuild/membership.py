@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..host.processes import ToolTimeout, run_bounded
+from ..versions import SUITE_NAME_BYTES, suite_name_bytes
 from .kbuildlists import MakeFailed, built_in, listings
 from .records import CmdRecord, read_cmd, thin_members
 from .suitetable import Opaque, suite_names
@@ -243,6 +244,11 @@ def suites_alone(
     which runs them as that kernel would. Configs are dicts CONFIG_X -> value as
     pytest_kunit.kernel.kconfig.read_dotconfig returns (unset symbols absent). `scratch`: a directory it may write
     (make's driver files). Raises Unknown."""
+    if suite_name_bytes(tree) != SUITE_NAME_BYTES:
+        raise Unknown(
+            f"{tree}/include/kunit/test.h does not define struct kunit_suite as starting with char "
+            f"name[{SUITE_NAME_BYTES}], where the suite tables' names are read"
+        )
     wrong = unrepresentable(union, alone)
     if wrong:
         raise Unknown(f"the union kernel cannot stand for this configuration: {', '.join(wrong[:5])}")

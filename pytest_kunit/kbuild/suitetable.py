@@ -19,6 +19,7 @@ import struct
 from pathlib import Path
 
 from ..host.cache import write_atomically
+from ..versions import SUITE_NAME_BYTES, SUITE_TABLES
 from .records import (
     ElfSection,
     ElfSymbol,
@@ -115,15 +116,15 @@ class _Object:
         )
 
     def name_at(self, index: int, kind: int, addend: int) -> str:
-        """The NUL-terminated `char name[256]` a suite table entry points at."""
+        """The NUL-terminated `char name[SUITE_NAME_BYTES]` a suite table entry points at."""
         symbol = self.symbols[index] if index else None
         if kind not in _ABS64 or symbol is None or not _SHN_UNDEF < symbol.section < _SHN_LORESERVE:
             raise Opaque("a suite table entry points outside its object")
         section = self.sections[symbol.section]
         address = symbol.value + addend
-        if section.kind == _SHT_NOBITS or not 0 <= address <= section.size - 256:
+        if section.kind == _SHT_NOBITS or not 0 <= address <= section.size - SUITE_NAME_BYTES:
             raise Opaque("a suite table entry points at no initialised suite")
-        field = self.data[section.offset + address : section.offset + address + 256]
+        field = self.data[section.offset + address : section.offset + address + SUITE_NAME_BYTES]
         if b"\0" not in field:
             raise Opaque("a suite name is not terminated")
         return field[: field.index(b"\0")].decode()
@@ -149,7 +150,6 @@ def object_digest(data: bytes) -> str:
     ).hexdigest()
 
 
-SUITE_TABLES = (".kunit_test_suites", ".kunit_init_test_suites")  # 6.12 keeps init-time suites apart
 _ABS64 = (1, 257)  # R_X86_64_64, R_AARCH64_ABS64: a plain 8-byte pointer
 
 
@@ -173,7 +173,8 @@ def _suite_pointers(path: Path) -> tuple[_Object | None, list[Relocation]]:
 
 def suite_names(path: Path) -> tuple[str, ...]:
     """The names of the suites an object's suite tables register, in table order; () if it has none. Each table
-    entry is a relocated pointer to a `struct kunit_suite`, whose first field is `char name[256]`: the name is read
+    entry is a relocated pointer to a `struct kunit_suite`, whose first field is `char name[SUITE_NAME_BYTES]` (see
+    versions.suite_name_bytes): the name is read
     at the pointer's target. Anything that is not exactly that is Opaque."""
     reader, entries = _suite_pointers(path)
     return tuple(reader.name_at(symbol, kind, addend) for _, symbol, kind, addend in entries) if reader else ()

@@ -23,14 +23,11 @@ from pathlib import Path
 
 from ..errors import BuildError
 from ..kbuild.records import cmd_path, readers_of, thin_members
+from ..versions import rewritten_by_make
 from .makerun import Make, ProgressCallback
 from .tree import changed_since
 
 SOURCE_SUFFIXES = (".c", ".S")
-# What a single-object make rewrites every time besides the objects (as the full make does): the build directory's
-# Makefile and its `source` link (Kbuild's outputmakefile step), and the dependency file of the top Kbuild's
-# missing-syscalls check, which no target reads.
-REWRITTEN = ("Makefile", "source", ".missing-syscalls.d")
 # Environment variables Kbuild reads (compilers, flags, the build's identity and release string, PATH to find tools).
 _KBUILD_READS = re.compile(
     r"(KBUILD_\w+|KCONFIG_\w+|K\w*FLAGS|LOCALVERSION|LLVM\w*|CROSS_COMPILE|ARCH|SUBARCH|PATH|SOURCE_DATE_EPOCH"
@@ -191,7 +188,8 @@ def build(make: Make, chosen: Plan, progress: ProgressCallback) -> Built:
     marker.write_text("")
     since = marker.stat().st_mtime_ns - 1  # this clock's tick: whatever the compile writes is at least as new
     make.run(make.command(f"-j{make.jobs}", *objects), progress)
-    expected = {*objects, *(cmd_path(obj) for obj in objects), *REWRITTEN, marker.name, make.log.name}
+    rewritten = rewritten_by_make(make.tree)  # what any make writes again: the build directory's Makefile, ...
+    expected = {*objects, *(cmd_path(obj) for obj in objects), *rewritten, marker.name, make.log.name}
     written = changed_since(make.build_dir, since)
     if written is None:
         return Built("what the compile wrote could not be read")
