@@ -34,9 +34,10 @@ class TreeFeatures:
     attributes: bool = False  # test attributes (6.6+): kunit.action=list_attr and kunit.filter
 
 
+# Patterns as strings, compiled (and cached by re) on first use: options.py imports this module in every pytest run.
 # A C comment, or a string or character literal (kept whole: a `//` or `/*` inside one starts no comment).
-_COMMENT_OR_LITERAL = re.compile(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.DOTALL)
-_MODULE_PARAMETER = re.compile(r"\bmodule_param(?:_named|_cb|_string|_array|_unsafe)?\s*\(\s*(\w+)\s*,")
+_COMMENT_OR_LITERAL = r"(?s)/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'"
+_MODULE_PARAMETER = r"\bmodule_param(?:_named|_cb|_string|_array|_unsafe)?\s*\(\s*(\w+)\s*,"
 
 
 def _read(tree: Path, relative: str) -> str:
@@ -48,12 +49,12 @@ def _read(tree: Path, relative: str) -> str:
 
 def c_code(text: str) -> str:
     """C source with its comments blanked out; string literals stay, as written."""
-    return _COMMENT_OR_LITERAL.sub(lambda match: " " if match[0][0] == "/" else match[0], text)
+    return re.sub(_COMMENT_OR_LITERAL, lambda match: " " if match[0][0] == "/" else match[0], text)
 
 
 def c_string_literals(code: str) -> set[str]:
     """The string literals of C code (comments already blanked out), each without its quotes."""
-    return {match[0][1:-1] for match in _COMMENT_OR_LITERAL.finditer(code) if match[0][0] == '"'}
+    return {match[0][1:-1] for match in re.finditer(_COMMENT_OR_LITERAL, code) if match[0][0] == '"'}
 
 
 def defines_function(code: str, name: str) -> bool:
@@ -66,7 +67,7 @@ def defines_function(code: str, name: str) -> bool:
 def module_parameters(code: str) -> set[str]:
     """The names of the module parameters C code (comments already blanked out) declares: module_param(),
     module_param_named(), module_param_cb() and the like, whose first argument is the name on the command line."""
-    return set(_MODULE_PARAMETER.findall(code))
+    return set(re.findall(_MODULE_PARAMETER, code))
 
 
 def filter_takes_a_list(tree: Path) -> bool:
@@ -99,13 +100,13 @@ def detect_features(tree: Path) -> TreeFeatures:
     )
 
 
-_SUITE_STRUCT = re.compile(r"\bstruct\s+kunit_suite\s*\{\s*(?:const\s+)?char\s+name\s*\[\s*(\d+)\s*\]\s*;")
+_SUITE_STRUCT = r"\bstruct\s+kunit_suite\s*\{\s*(?:const\s+)?char\s+name\s*\[\s*(\d+)\s*\]\s*;"
 
 
 def suite_name_bytes(tree: Path) -> int | None:
     """N of `char name[N]` when it is the first member of struct kunit_suite, as include/kunit/test.h defines the
     struct; None if the struct starts otherwise or is not there. 6.1.192 with the series: 256. 6.12: 256 (const)."""
-    found = _SUITE_STRUCT.search(c_code(_read(tree, "include/kunit/test.h")))
+    found = re.search(_SUITE_STRUCT, c_code(_read(tree, "include/kunit/test.h")))
     return int(found[1]) if found else None
 
 
