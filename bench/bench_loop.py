@@ -36,7 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pytest_kunit.kernel.tree import prepare
-from pytest_kunit.options import DEFAULT_TARBALL, default_patch_dirs
+from pytest_kunit.options import default_patch_dirs
+from pytest_kunit.versions import DEFAULT_TARBALL
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = "lib/kunit/kunit-example-test.c"

@@ -47,7 +47,8 @@ from typing import Any
 
 from bench import kunit_py, patched_tree
 from pytest_kunit.kernel.tree import prepare
-from pytest_kunit.options import DEFAULT_TARBALL, default_patch_dirs
+from pytest_kunit.options import default_patch_dirs
+from pytest_kunit.versions import DEFAULT_TARBALL
 
 ROOT = Path(__file__).resolve().parents[1]
 _BUILT = re.compile(r"built (\S+) in ([\d.]+) s \(log: [^;)]*(?:; ccache: (\d+) of (\d+) compiles hit)?\)")

@@ -1,7 +1,7 @@
 """The values every stage passes along: a case's name, the run's settings, a kernel built, the run's figures.
 
 Every other module of the package may import this one; it imports nothing of the package but the option values
-(options.py) and the architecture records (arch.py).
+(options.py), the architecture records (arch.py) and what a kernel tree offers (versions.py).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .arch import Arch
 from .options import Accel, Isolate, Wrapper
+from .versions import TreeFeatures
 
 CaseId = tuple[str, str]  # (suite, case)
 Attributes = tuple[tuple[str, str], ...]  # a case's KUnit attributes (6.6+), (name, value) in the kernel's order
@@ -42,15 +43,6 @@ class Settings:
     coverage: Path | None = None  # where the coverage report goes; None: no coverage
     share_kernels: bool = False  # one union kernel per tree for the run's fragments (sharing.py)
     reuse_kernels: bool = True  # a kernel built before serves a fragment it provably covers (reuse.py)
-
-
-@dataclass(frozen=True)
-class TreeFeatures:
-    """What the runner can ask of this tree's KUnit (our series adds these to 6.1)."""
-
-    filter_list: bool  # kunit.filter_glob takes a comma-separated list of globs
-    case_timeout: bool  # kunit.timeout=SECONDS sets the per-case timeout
-    attributes: bool = False  # test attributes (6.6+): kunit.action=list_attr and kunit.filter
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,9 @@ from pathlib import Path
 
 import pytest
 
-DEFAULT_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+from .versions import DEFAULT_TARBALL, MAX_CASE_TIMEOUT
+
 COVERAGE_DIR = "kunit-coverage"
-# The series' kunit.timeout takes whole seconds from 1 to KUNIT_MAX_TIMEOUT_SECS (lib/kunit/try-catch-impl.h) and
-# ignores anything else, keeping its 300 s: refuse here what the kernel would silently refuse. Upstream's (6.17+)
-# takes any number of seconds, so this range means the same there.
-MAX_CASE_TIMEOUT = 86400
 
 
 class Accel(enum.Enum):

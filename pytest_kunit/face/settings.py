@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..options import COVERAGE_DIR, MAX_CASE_TIMEOUT, OPTIONS, Accel, Isolate, Wrapper
+from ..options import COVERAGE_DIR, OPTIONS, Accel, Isolate, Wrapper
+from ..versions import MAX_CASE_TIMEOUT
 
 if TYPE_CHECKING:
     from ..model import Settings

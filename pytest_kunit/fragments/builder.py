@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .. import options
+from .. import versions
 from ..arch import Arch
 from ..errors import ConfigError
 from ..findings import coverage, initramfs
@@ -133,11 +133,11 @@ class KernelBuilder:
             source, reason = settings.kernel_src, "--kunit-kernel-src"
         else:
             inside = enclosing_tree(fragment)
-            default = options.DEFAULT_TARBALL
+            default = versions.DEFAULT_TARBALL
             source, reason = (inside, "the tree the fragment lies in") if inside else (default, "default")
         patches = settings.patch_dirs
         if patches is None:
-            patches = default_patch_dirs() if source == options.DEFAULT_TARBALL else ()
+            patches = default_patch_dirs() if source == versions.DEFAULT_TARBALL else ()
         return TreeChoice(source, patches, reason)
 
     def describe(self, choice: TreeChoice) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .records import recorded_objects
+
 _CASE = re.compile(r"KUNIT_CASE(?:_PARAM|_SLOW|_PARAM_ATTR|_ATTR)?\(\s*(\w+)")
 # `static void __init name(struct kunit *test)`: storage class and section attributes may stand before the name.
 _DEFINITION = r"^(?:static\s+)?(?:inline\s+)?void\s+(?:__\w+\s+)*{name}\s*\(\s*struct\s+kunit\s*\*"
@@ -41,8 +43,8 @@ def case_locations(tree: Path, build_dir: Path) -> Locations:
     file defines one of that name."""
     locations: Locations = {}
     by_name: dict[str, set[tuple[str, int]]] = {}
-    for command_file in build_dir.rglob(".*.o.cmd"):
-        relative = command_file.parent.relative_to(build_dir) / (command_file.name[1 : -len(".o.cmd")] + ".c")
+    for obj in recorded_objects(build_dir):
+        relative = obj.with_suffix(".c")
         source = tree / relative
         try:
             text = source.read_text(errors="replace")

@@ -32,8 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..host.processes import ToolTimeout, run_bounded
+from ..versions import SUITE_NAME_BYTES, suite_name_bytes
 from .kbuildlists import MakeFailed, built_in, listings
-from .suitetable import Opaque, suite_names, thin_members
+from .records import CmdRecord, read_cmd, thin_members
+from .suitetable import Opaque, suite_names
 
 
 @dataclass(frozen=True)
@@ -54,10 +56,10 @@ def _names(path: Path) -> tuple[str, ...]:
 
 
 def suite_objects(build_dir: Path) -> list[SuiteObject]:
-    """Members of vmlinux.a (thin archive; see suitetable.thin_members) with a suite table, and their suite names."""
+    """Members of vmlinux.a (a thin archive, records.thin_members) with a suite table, and their suite names."""
     try:
         members = thin_members(build_dir / "vmlinux.a")
-    except (Opaque, OSError, ValueError) as error:
+    except (OSError, ValueError) as error:  # records.NotARecord is a ValueError
         raise Unknown(f"{build_dir}/vmlinux.a cannot be read: {error}") from error
     objects = [SuiteObject(os.path.normpath(member), _names(build_dir / member)) for member in members]
     return [item for item in objects if item.suites]
@@ -80,7 +82,6 @@ def differing(union: Mapping[str, str], alone: Mapping[str, str]) -> set[str]:
     return {symbol for symbol in union.keys() | alone.keys() if union.get(symbol, "n") != alone.get(symbol, "n")}
 
 
-_FIXDEP = re.compile(r"\$\(wildcard include/config/([A-Za-z0-9_]+)\)")
 MAKEFILES = ("Makefile", "Kbuild")
 COMPILE_TIMEOUT = 1800  # seconds to compile one object again: far above any kernel object's compile
 # Read by make for every object (compiler flags: KASAN, GCOV, debug info...): a symbol they name that the two
@@ -88,21 +89,20 @@ COMPILE_TIMEOUT = 1800  # seconds to compile one object again: far above any ker
 GLOBAL_MAKEFILES = ("Makefile", "scripts/Makefile.*", "arch/*/Makefile*")
 
 
-def _command_file(build_dir: Path, path: str) -> str:
+def _record(build_dir: Path, path: str) -> CmdRecord:
     """The .cmd file Kbuild wrote beside an object: how it was compiled and from which files."""
-    directory, name = os.path.split(path)
     try:
-        return (build_dir / directory / f".{name}.cmd").read_text()
+        return read_cmd(build_dir, path)
     except OSError as error:
         raise Unknown(f"how {path} was compiled is not known: {error}") from error
 
 
 def fixdep_symbols(build_dir: Path, path: str) -> set[str]:
     """The CONFIG_ symbols the object's source and every header it includes name, as fixdep recorded them."""
-    command_file = _command_file(build_dir, path)
-    if not re.search(rf"^deps_{re.escape(path)} :=", command_file, re.MULTILINE):
+    record = _record(build_dir, path)
+    if record.deps is None:
         raise Unknown(f"the .cmd file of {path} records no dependencies")
-    return {f"CONFIG_{name}" for name in _FIXDEP.findall(command_file)}
+    return set(record.config_symbols)
 
 
 def autoconf_header(config: Mapping[str, str]) -> str:
@@ -119,14 +119,13 @@ def autoconf_header(config: Mapping[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compile_command(path: str, command_file: str, output: Path, header_dir: Path) -> list[str]:
+def compile_command(record: CmdRecord, output: Path, header_dir: Path) -> list[str]:
     """The object's compile command from its .cmd file, writing `output` (and its dependency file beside it) and
     finding `<generated/autoconf.h>` in `header_dir` first; what follows the compile (objtool) is left out."""
-    line = re.search(rf"^(?:saved)?cmd_{re.escape(path)} := (.*)$", command_file, re.MULTILINE)
-    if line is None:
+    path = record.target
+    if record.command is None:
         raise Unknown(f"the .cmd file of {path} has no command")
-    unescaped = re.sub(r"\$\$|\$\(pound\)", lambda match: "$" if match[0] == "$$" else "#", line[1])
-    arguments = shlex.split(unescaped.split(";")[0])
+    arguments = shlex.split(record.command.split(";")[0])
     outputs = [index for index, argument in enumerate(arguments) if argument == "-o"]
     if len(outputs) != 1 or arguments[outputs[0] + 1 : outputs[0] + 2] != [path]:
         raise Unknown(f"the compile command of {path} does not write {path}")
@@ -141,7 +140,7 @@ def registers_alone(build_dir: Path, path: str, scratch: Path) -> tuple[str, ...
     `scratch`/include): its own compile command from its .cmd file, run again."""
     output = scratch / "objects" / path
     output.parent.mkdir(parents=True, exist_ok=True)
-    command = compile_command(path, _command_file(build_dir, path), output, scratch / "include")
+    command = compile_command(_record(build_dir, path), output, scratch / "include")
     try:
         done = run_bounded(command, COMPILE_TIMEOUT, f"Compiling {path}", cwd=build_dir, text=True)
     except ToolTimeout as error:
@@ -245,6 +244,11 @@ def suites_alone(
     which runs them as that kernel would. Configs are dicts CONFIG_X -> value as
     pytest_kunit.kernel.kconfig.read_dotconfig returns (unset symbols absent). `scratch`: a directory it may write
     (make's driver files). Raises Unknown."""
+    if suite_name_bytes(tree) != SUITE_NAME_BYTES:
+        raise Unknown(
+            f"{tree}/include/kunit/test.h does not define struct kunit_suite as starting with char "
+            f"name[{SUITE_NAME_BYTES}], where the suite tables' names are read"
+        )
     wrong = unrepresentable(union, alone)
     if wrong:
         raise Unknown(f"the union kernel cannot stand for this configuration: {', '.join(wrong[:5])}")

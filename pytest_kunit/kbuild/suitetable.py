@@ -16,10 +16,21 @@ import json
 import os
 import re
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..host.cache import write_atomically
+from ..versions import SUITE_NAME_BYTES, SUITE_TABLES
+from .records import (
+    ElfSection,
+    ElfSymbol,
+    NotARecord,
+    Relocation,
+    elf_relocations,
+    elf_section_names,
+    elf_sections,
+    elf_symbols,
+    thin_members,
+)
 
 MEMO = ".pytest-kunit-suite-objects"  # per object: (mtime, size) -> its digest, so a rebuild rereads only what changed
 FRAMEWORK = "lib/kunit/"  # the executor and the rest of KUnit: any change to them may change what a list boot prints
@@ -33,68 +44,29 @@ class Opaque(Exception):
     """Something the digest cannot vouch for: fall back to a list boot."""
 
 
-@dataclass(frozen=True)
-class _Section:
-    name: str
-    kind: int
-    flags: int
-    offset: int
-    size: int
-    link: int
-    info: int
+def _section_table(data: bytes) -> list[ElfSection]:
+    try:
+        return elf_sections(data)
+    except NotARecord as error:
+        raise Opaque(str(error)) from None
 
 
-@dataclass(frozen=True)
-class _Symbol:
-    kind: int
-    section: int
-    value: int
-    size: int
-
-
-def _section_table(data: bytes) -> list[_Section]:
-    """An ELF64 little-endian relocatable object's sections, named; anything else is Opaque."""
-    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1 or struct.unpack_from("<H", data, 16)[0] != 1:
-        raise Opaque("not a 64-bit little-endian relocatable ELF object")
-    (shoff,) = struct.unpack_from("<Q", data, 40)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 58)
-    raw = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + index * shentsize) for index in range(shnum)]
-    names = raw[shstrndx][4]
-
-    def name(offset: int) -> str:
-        end = data.index(b"\0", names + offset)
-        return data[names + offset : end].decode(errors="replace")
-
-    return [_Section(name(r[0]), r[1], r[2], r[4], r[5], r[6], r[7]) for r in raw]
-
-
-def _roots(sections: list[_Section]) -> list[int]:
+def _roots(sections: list[ElfSection]) -> list[int]:
     return [index for index, section in enumerate(sections) if section.name.startswith(".kunit") and section.size]
 
 
 class _Object:
     """One object's sections, symbols and relocations, to follow pointers from its suite tables."""
 
-    def __init__(self, data: bytes, sections: list[_Section]) -> None:
+    def __init__(self, data: bytes, sections: list[ElfSection]) -> None:
         self.data, self.sections = data, sections
         symtab = next((s for s in sections if s.kind == _SHT_SYMTAB), None)
         if symtab is None:
             raise Opaque("no symbol table")
-        self.symbols = [
-            _Symbol(info & 0xF, shndx, value, size)
-            for _, info, _, shndx, value, size in struct.iter_unpack(
-                "<IBBHQQ", data[symtab.offset : symtab.offset + symtab.size]
-            )
-        ]
-        self.relocations: dict[int, list[tuple[int, int, int, int]]] = {}
-        for section in sections:
-            if section.kind == _SHT_RELA:
-                table = data[section.offset : section.offset + section.size]
-                entries = [
-                    (offset, info >> 32, info & 0xFFFFFFFF, addend)
-                    for offset, info, addend in struct.iter_unpack("<QQq", table)
-                ]
-                self.relocations[section.info] = sorted(entries)
+        self.symbols = elf_symbols(data, symtab)
+        self.relocations = {
+            section.info: elf_relocations(data, section) for section in sections if section.kind == _SHT_RELA
+        }
         self._memo: dict[tuple[int, int], str] = {}
 
     def describe(self, index: int, start: int, end: int) -> str:
@@ -144,20 +116,20 @@ class _Object:
         )
 
     def name_at(self, index: int, kind: int, addend: int) -> str:
-        """The NUL-terminated `char name[256]` a suite table entry points at."""
+        """The NUL-terminated `char name[SUITE_NAME_BYTES]` a suite table entry points at."""
         symbol = self.symbols[index] if index else None
         if kind not in _ABS64 or symbol is None or not _SHN_UNDEF < symbol.section < _SHN_LORESERVE:
             raise Opaque("a suite table entry points outside its object")
         section = self.sections[symbol.section]
         address = symbol.value + addend
-        if section.kind == _SHT_NOBITS or not 0 <= address <= section.size - 256:
+        if section.kind == _SHT_NOBITS or not 0 <= address <= section.size - SUITE_NAME_BYTES:
             raise Opaque("a suite table entry points at no initialised suite")
-        field = self.data[section.offset + address : section.offset + address + 256]
+        field = self.data[section.offset + address : section.offset + address + SUITE_NAME_BYTES]
         if b"\0" not in field:
             raise Opaque("a suite name is not terminated")
         return field[: field.index(b"\0")].decode()
 
-    def _holder(self, section: int, address: int) -> _Symbol | None:
+    def _holder(self, section: int, address: int) -> ElfSymbol | None:
         """The data object (variable) an address lies in."""
         for symbol in self.symbols:
             inside = symbol.value <= address < symbol.value + symbol.size
@@ -178,18 +150,17 @@ def object_digest(data: bytes) -> str:
     ).hexdigest()
 
 
-SUITE_TABLES = (".kunit_test_suites", ".kunit_init_test_suites")  # 6.12 keeps init-time suites apart
 _ABS64 = (1, 257)  # R_X86_64_64, R_AARCH64_ABS64: a plain 8-byte pointer
 
 
-def _suite_pointers(path: Path) -> tuple[_Object | None, list[tuple[int, int, int, int]]]:
+def _suite_pointers(path: Path) -> tuple[_Object | None, list[Relocation]]:
     """The entries of an object's suite tables, in table order: each must be a relocated pointer (to a suite)."""
     if not _has_roots(path):
         return None, []
     data = path.read_bytes()
     sections = _section_table(data)
     reader = _Object(data, sections)
-    entries: list[tuple[int, int, int, int]] = []
+    entries: list[Relocation] = []
     for index, section in enumerate(sections):
         if section.name not in SUITE_TABLES or not section.size:
             continue
@@ -202,7 +173,8 @@ def _suite_pointers(path: Path) -> tuple[_Object | None, list[tuple[int, int, in
 
 def suite_names(path: Path) -> tuple[str, ...]:
     """The names of the suites an object's suite tables register, in table order; () if it has none. Each table
-    entry is a relocated pointer to a `struct kunit_suite`, whose first field is `char name[256]`: the name is read
+    entry is a relocated pointer to a `struct kunit_suite`, whose first field is `char name[SUITE_NAME_BYTES]` (see
+    versions.suite_name_bytes): the name is read
     at the pointer's target. Anything that is not exactly that is Opaque."""
     reader, entries = _suite_pointers(path)
     return tuple(reader.name_at(symbol, kind, addend) for _, symbol, kind, addend in entries) if reader else ()
@@ -210,17 +182,10 @@ def suite_names(path: Path) -> tuple[str, ...]:
 
 def _has_roots(path: Path) -> bool:
     """Whether an object has a suite table, from its section headers alone (most objects have none)."""
-    with path.open("rb") as stream:
-        header = stream.read(64)
-        if header[:4] != b"\x7fELF" or header[4] != 2 or header[5] != 1:
-            raise Opaque(f"{path} is not a 64-bit little-endian ELF object")
-        (shoff,) = struct.unpack_from("<Q", header, 40)
-        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", header, 58)
-        stream.seek(shoff)
-        table = stream.read(shentsize * shnum)
-        names_offset, names_size = struct.unpack_from("<QQ", table, shstrndx * shentsize + 24)
-        stream.seek(names_offset)
-        names = stream.read(names_size)
+    try:
+        names = elf_section_names(path)
+    except NotARecord as error:
+        raise Opaque(str(error)) from None
     return b".kunit" in names  # also inside ".rela.kunit_test_suites": the string table shares tails
 
 
@@ -262,28 +227,3 @@ def case_list_digest(build_dir: Path) -> str | None:
     if fresh != memo:
         write_atomically(memo_file, json.dumps(fresh))
     return digest.hexdigest()
-
-
-def thin_members(archive: Path) -> list[str]:
-    """The object paths a thin archive (`ar T`, as Kbuild makes vmlinux.a) refers to, in link order."""
-    data = archive.read_bytes()
-    if not data.startswith(b"!<thin>\n"):
-        raise Opaque(f"{archive} is not a thin archive")
-    members: list[str] = []
-    names = b""
-    position = 8
-    while position + 60 <= len(data):
-        header = data[position : position + 60]
-        name, size = header[:16].decode().rstrip(), int(header[48:58])
-        position += 60
-        if name in ("/", "/SYM64/"):  # the symbol index: stored in the archive
-            position += size + size % 2
-        elif name == "//":  # long names: stored in the archive
-            names = data[position : position + size]
-            position += size + size % 2
-        elif name.startswith("/"):  # a member by long name; its contents stay in the file it names
-            offset = int(name[1:].rstrip("/ "))
-            members.append(names[offset : names.index(b"/\n", offset)].decode())
-        else:
-            members.append(name.rstrip("/"))
-    return members

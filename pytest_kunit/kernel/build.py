@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import time
@@ -20,6 +19,7 @@ from ..errors import BuildError
 from ..host.cache import CacheWarning, write_atomically
 from ..host.locking import cache_lock
 from ..host.processes import group
+from ..kbuild.records import kconfig_inputs
 from ..model import BuildResult
 from ..options import Wrapper
 from . import linkonly
@@ -130,8 +130,7 @@ def _configured(tree: Path, build_dir: Path) -> bool:
         completed = auto_conf.stat().st_mtime_ns
         if (build_dir / ".config").stat().st_mtime_ns > completed:
             return False
-        listed = (build_dir / "include/config/auto.conf.cmd").read_text()
-        kconfigs = re.findall(r"^\t(\S+) \\$", listed, re.MULTILINE)
+        kconfigs = kconfig_inputs(build_dir)
         return bool(kconfigs) and all((tree / name).stat().st_mtime_ns <= completed for name in kconfigs)
     except OSError:
         return False

@@ -4,12 +4,12 @@ the same size and contents as its build recorded."""
 from __future__ import annotations
 
 import hashlib
-import struct
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ELF_MAGIC = b"\x7fELF"
+from ..kbuild.records import ELF_MAGIC, NotARecord, elf_extent
+
 SETTLED_NS = 2_000_000_000
 
 
@@ -48,27 +48,10 @@ def file_digest(path: Path) -> str:
 
 def _elf_problem(path: Path, size: int) -> str:
     """Why `path` is not a whole ELF file: its headers, program segments or section table lie past its end."""
-    with path.open("rb") as stream:
-        header = stream.read(64)
-        if len(header) < 52 or header[:4] != ELF_MAGIC or header[4] not in (1, 2) or header[5] not in (1, 2):
-            return "it is not an ELF file"
-        wide = header[4] == 2
-        order = "<" if header[5] == 1 else ">"
-        if wide and len(header) < 64:
-            return "it ends inside its ELF header"
-        phoff, shoff = struct.unpack_from(order + ("QQ" if wide else "II"), header, 32 if wide else 28)
-        phentsize, phnum, shentsize, shnum = struct.unpack_from(order + "HHHH", header, 54 if wide else 42)
-        end = max(phoff + phentsize * phnum, shoff + shentsize * shnum)
-        if end <= size:
-            stream.seek(phoff)
-            table = stream.read(phentsize * phnum)
-            for index in range(phnum):
-                # p_offset and p_filesz: where each loaded segment's bytes lie in the file.
-                if wide:
-                    offset, _, _, filesz = struct.unpack_from(order + "QQQQ", table, index * phentsize + 8)
-                else:
-                    offset, _, _, filesz = struct.unpack_from(order + "IIII", table, index * phentsize + 4)
-                end = max(end, offset + filesz)
+    try:
+        end = elf_extent(path, size)
+    except NotARecord as error:
+        return str(error)
     if end > size:
         return f"it is {size} bytes, but its ELF headers describe {end}: truncated"
     return ""

@@ -17,20 +17,17 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BuildError
-from ..kbuild.suitetable import Opaque, thin_members
+from ..kbuild.records import cmd_path, readers_of, thin_members
+from ..versions import rewritten_by_make
 from .makerun import Make, ProgressCallback
 from .tree import changed_since
 
 SOURCE_SUFFIXES = (".c", ".S")
-# What a single-object make rewrites every time besides the objects (as the full make does): the build directory's
-# Makefile and its `source` link (Kbuild's outputmakefile step), and the dependency file of the top Kbuild's
-# missing-syscalls check, which no target reads.
-REWRITTEN = ("Makefile", "source", ".missing-syscalls.d")
 # Environment variables Kbuild reads (compilers, flags, the build's identity and release string, PATH to find tools).
 _KBUILD_READS = re.compile(
     r"(KBUILD_\w+|KCONFIG_\w+|K\w*FLAGS|LOCALVERSION|LLVM\w*|CROSS_COMPILE|ARCH|SUBARCH|PATH|SOURCE_DATE_EPOCH"
@@ -72,7 +69,7 @@ def plan(
     try:
         linked = {os.path.normpath(member) for member in thin_members(build_dir / "vmlinux.a")}
         archived = _library_members(build_dir)
-    except (Opaque, OSError, ValueError):
+    except (OSError, ValueError):  # records.NotARecord: an archive that is not thin
         return Plan((), "no thin vmlinux.a to link from (kernels before 6.1)")
     edits = [edit for edit in edits if not _EDITOR_FILE.search(os.path.basename(edit))]
     objects: list[str] = []
@@ -86,9 +83,9 @@ def plan(
         if why:
             return Plan((), why)
     sources = [edit for edit in edits if not os.path.isdir(edit)]
-    readers = _readers(build_dir, sources)
+    readers = readers_of(build_dir, sources)
     for edit, obj in zip(sources, objects, strict=True):
-        others = sorted(readers.get(edit, set()) - {_cmd_file(obj)})
+        others = sorted(readers.get(edit, set()) - {cmd_path(obj)})
         if others:
             return Plan((), f"{os.path.relpath(edit, tree)} is also read for {others[0]}")
     return Plan(tuple(sorted(objects)))
@@ -105,7 +102,7 @@ def _unlinkable(build_dir: Path, edit: str, source: str, linked: set[str], archi
     obj = os.path.splitext(source)[0] + ".o"
     if obj not in linked or obj in archived:
         return f"{source} is not compiled straight into vmlinux"
-    if not (build_dir / obj).is_file() or not (build_dir / _cmd_file(obj)).is_file():
+    if not (build_dir / obj).is_file() or not (build_dir / cmd_path(obj)).is_file():
         return f"{obj} or Kbuild's record of its command is missing"
     return ""
 
@@ -115,7 +112,7 @@ def listing(tree: Path, build_dir: Path) -> dict[str, list[str]] | None:
     before the walk of the tree: whatever changes after it moves its directory's time past the build's start."""
     try:
         members = thin_members(build_dir / "vmlinux.a")
-    except (Opaque, OSError, ValueError):
+    except (OSError, ValueError):  # records.NotARecord: an archive that is not thin
         return None
     directories = {os.path.dirname(os.path.normpath(member)) for member in members}
     entries: dict[str, list[str]] = {}
@@ -143,11 +140,6 @@ def _relisted(tree: Path, directory: str, listed: Mapping[str, Sequence[str]], e
     return f"{os.path.join(directory, added[0])} was added" if added else ""
 
 
-def _cmd_file(obj: str) -> str:
-    directory, name = os.path.split(obj)
-    return os.path.join(directory, f".{name}.cmd")
-
-
 def _library_members(build_dir: Path) -> set[str]:
     """Objects of the lib.a archives, linked only for the symbols they define (their index would need writing)."""
     members: set[str] = set()
@@ -156,35 +148,6 @@ def _library_members(build_dir: Path) -> set[str]:
             directory = archive.parent.relative_to(build_dir)
             members.update(os.path.normpath(directory / member) for member in thin_members(archive))
     return members
-
-
-def _readers(build_dir: Path, sources: Iterable[str]) -> dict[str, set[str]]:
-    """For each source (absolute path), the `.cmd` files (relative to the build directory) naming it as a
-    dependency: what Kbuild would compile again when it changes (a .c file may #include another)."""
-    by_name: dict[bytes, list[str]] = {}
-    for source in sources:
-        by_name.setdefault(os.fsencode(os.path.basename(source)), []).append(os.path.realpath(source))
-    found: dict[str, set[str]] = {}
-    for directory, _, files in os.walk(build_dir):
-        for name in files:
-            if not (name.startswith(".") and name.endswith(".cmd")):
-                continue
-            path = os.path.join(directory, name)
-            try:
-                with open(path, "rb") as stream:
-                    text = stream.read()
-            except OSError:
-                continue
-            for base, wanted in by_name.items():
-                if base not in text:
-                    continue
-                for token in text.replace(b"\\", b" ").replace(b":=", b" ").split():
-                    if token == base or token.endswith(b"/" + base):
-                        named = os.path.realpath(os.path.join(build_dir, os.fsdecode(token)))
-                        if named in wanted:
-                            found.setdefault(named, set()).add(os.path.relpath(path, build_dir))
-    # Report under the names the caller gave.
-    return {source: found.get(os.path.realpath(source), set()) for source in sources}
 
 
 @dataclass(frozen=True)
@@ -225,7 +188,8 @@ def build(make: Make, chosen: Plan, progress: ProgressCallback) -> Built:
     marker.write_text("")
     since = marker.stat().st_mtime_ns - 1  # this clock's tick: whatever the compile writes is at least as new
     make.run(make.command(f"-j{make.jobs}", *objects), progress)
-    expected = {*objects, *(_cmd_file(obj) for obj in objects), *REWRITTEN, marker.name, make.log.name}
+    rewritten = rewritten_by_make(make.tree)  # what any make writes again: the build directory's Makefile, ...
+    expected = {*objects, *(cmd_path(obj) for obj in objects), *rewritten, marker.name, make.log.name}
     written = changed_since(make.build_dir, since)
     if written is None:
         return Built("what the compile wrote could not be read")

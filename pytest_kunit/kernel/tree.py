@@ -15,7 +15,7 @@ from pathlib import Path
 from ..errors import TreeError
 from ..host.locking import cache_lock
 from ..host.processes import ToolTimeout, run_bounded
-from ..model import TreeFeatures
+from ..versions import PACKAGED_SOURCE, TreeFeatures, detect_features
 
 READY_MARK = ".pytest-kunit-ready"
 # What git, tar and rsync get on a kernel tree before they are deemed stuck (on a full or hung disk, a tarball
@@ -88,23 +88,6 @@ def _tree_key_digest(*parts: str | bytes) -> str:
         digest.update(part.encode() if isinstance(part, str) else part)
         digest.update(b"\0")
     return digest.hexdigest()[:16]
-
-
-def detect_features(tree: Path) -> TreeFeatures:
-    def text(relative: str) -> str:
-        try:
-            return (tree / relative).read_text(errors="replace")
-        except OSError:
-            return ""
-
-    executor = text("lib/kunit/executor.c")
-    # Our series declares kunit.timeout in try-catch.c, upstream (6.17+, a base the speed attribute scales) in test.c.
-    timeout_files = text("lib/kunit/try-catch.c") + text("lib/kunit/test.c")
-    return TreeFeatures(
-        filter_list="comma-separated" in executor,
-        case_timeout="MODULE_PARM_DESC(timeout" in timeout_files,
-        attributes='"list_attr"' in executor,
-    )
 
 
 def apply_patches(tree: Path, patches: list[Path]) -> None:
@@ -304,7 +287,7 @@ def enclosing_tree(fragment: Path) -> Path | None:
 def _missing_source(path: Path) -> TreeError:
     return TreeError(
         f"The kernel source {path} does not exist.",
-        "install Debian's kernel source (apt-get install linux-source-6.1) or point --kunit-kernel-src "
+        f"install Debian's kernel source (apt-get install {PACKAGED_SOURCE}) or point --kunit-kernel-src "
         "(ini: kunit_kernel_src) at a kernel tarball or source directory.",
     )
 

@@ -25,7 +25,8 @@ from ..host.cache import CaseList, case_list_data, case_list_from, load_case_lis
 from ..host.locking import cache_lock
 from ..kbuild.case_locations import case_locations
 from ..kernel.image import ImageRecord, check_image, file_digest
-from ..model import BuildResult, Kernel, TreeFeatures
+from ..model import BuildResult, Kernel
+from ..versions import TreeFeatures
 from .workers import workerinput
 
 if TYPE_CHECKING:

@@ -10,7 +10,9 @@ from .conftest import FakeKernel
 
 # Lines of 6.12's lib/kunit/executor.c the runner reads: one glob only, attributes and their filter.
 EXECUTOR_6_12 = """\
+module_param_named(filter_glob, filter_glob_param, charp, 0600);
 MODULE_PARM_DESC(filter_glob, "Filter which KUnit test suites/tests run at boot-time, e.g. list* or list*.*del_test");
+module_param_named(filter, filter_param, charp, 0600);
 MODULE_PARM_DESC(action, "'list_attr' to list test names and attributes instead of running them.");
 	else if (strcmp(action_param, "list_attr") == 0)
 """

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit import options
+from pytest_kunit import versions
 
 from .conftest import KUNITCONFIG, FakeKernel, no_traceback
 
@@ -27,7 +27,7 @@ def test_qemu_missing(project: pytest.Pytester, fake_kernel: FakeKernel) -> None
 def test_default_tarball_missing(
     project: pytest.Pytester, fake_kernel: FakeKernel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(options, "DEFAULT_TARBALL", tmp_path / "linux-source-6.1.tar.xz")
+    monkeypatch.setattr(versions, "DEFAULT_TARBALL", tmp_path / "linux-source-6.1.tar.xz")
     arguments = [arg for arg in fake_kernel.options() if not arg.startswith("--kunit-kernel-src")]
     result = project.runpytest(*arguments)
     result.stdout.fnmatch_lines(["*linux-source-6.1.tar.xz does not exist.*", "*apt-get install linux-source-6.1*"])

@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-# Its options need options.py, the --kunit switch face/settings.py (nothing else of it is read), its hook
-# specifications newhooks.py.
+# Its options need options.py and the defaults it names from versions.py (the packaged tarball, the kernel's timeout
+# range; the standard library alone, its patterns compiled on first use), the --kunit switch face/settings.py (nothing
+# else of it is read), its hook specifications newhooks.py.
 INERT = [
     "pytest_kunit",
     "pytest_kunit.face",
@@ -18,6 +19,7 @@ INERT = [
     "pytest_kunit.newhooks",
     "pytest_kunit.options",
     "pytest_kunit.plugin",
+    "pytest_kunit.versions",
 ]
 
 

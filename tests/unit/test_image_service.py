@@ -15,9 +15,10 @@ import pytest
 from pytest_kunit.errors import KunitError
 from pytest_kunit.fragments.files import FragmentTable
 from pytest_kunit.fragments.pipeline import SessionState
-from pytest_kunit.model import BuildResult, Kernel, Stats, TreeFeatures
+from pytest_kunit.model import BuildResult, Kernel, Stats
 from pytest_kunit.scaleout import image_service
 from pytest_kunit.scaleout.image_service import WAITING, ImageClient, ImageService
+from pytest_kunit.versions import TreeFeatures
 
 SECRET = "TOP-SECRET-do-not-send"
 

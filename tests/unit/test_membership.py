@@ -53,6 +53,7 @@ def tree(tmp_path: Path) -> Path:
             "foo/Makefile": "obj-y += wrong.o\n",
             "arch/x86/Makefile": "libs-y += arch/x86/lib/\n",
             "arch/x86/lib/Makefile": "obj-y += y.o\n",
+            "include/kunit/test.h": "struct kunit_suite {\n\tchar name[256];\n\tvoid *cases;\n};\n",
         },
     )
 
@@ -292,6 +293,14 @@ def test_an_object_the_makefiles_do_not_link_in_the_union_is_unknown(tree: Path,
     kbuild_object(build, tree, "lib/hidden.o", suites_c("hidden"), UNION)
     subprocess.run(["ar", "rcT", "vmlinux.a", "lib/hidden.o"], cwd=build, check=True)
     with pytest.raises(Unknown, match=r"do not link lib/hidden\.o into the union kernel"):
+        suites_alone(tree, build, UNION, UNION, tmp_path / "s")
+
+
+def test_a_tree_whose_suites_do_not_start_with_their_name_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
+    """The suite tables' names are read as struct kunit_suite's first member: a tree defining it otherwise is not
+    read by position."""
+    (tree / "include/kunit/test.h").write_text("struct kunit_suite {\n\tconst char *name;\n};\n")
+    with pytest.raises(Unknown, match=r"does not define struct kunit_suite as starting with char name\[256\]"):
         suites_alone(tree, build, UNION, UNION, tmp_path / "s")
 
 

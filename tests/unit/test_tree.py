@@ -16,12 +16,10 @@ from pytest_kunit.kernel import tree as tree_module
 from pytest_kunit.kernel.tree import (
     apply_patches,
     changed_since,
-    detect_features,
     patch_changes,
     patch_files,
     patch_series,
 )
-from pytest_kunit.model import TreeFeatures
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -216,64 +214,6 @@ def test_patch_for_a_missing_file_names_the_file(tree: Path, tmp_path: Path) -> 
         apply_patches(tree, [missing])
     assert "0001-missing.patch" in raised.value.what
     assert "lib/kunit/absent.c" in raised.value.detail
-
-
-# --- detect_features -----------------------------------------------------------------------------------------------
-
-
-def test_detect_features(tmp_path: Path) -> None:
-    assert detect_features(tmp_path) == TreeFeatures(filter_list=False, case_timeout=False)
-    kunit = tmp_path / "lib" / "kunit"
-    kunit.mkdir(parents=True)
-    (kunit / "executor.c").write_text('MODULE_PARM_DESC(filter_glob, "Filter which KUnit test suites run");\n')
-    (kunit / "try-catch.c").write_text("static unsigned long timeout = 300;\n")
-    assert detect_features(tmp_path) == TreeFeatures(filter_list=False, case_timeout=False)
-    (kunit / "executor.c").write_text(
-        'MODULE_PARM_DESC(filter_glob, "Filter which KUnit test suites/tests run: a comma-separated list");\n'
-    )
-    assert detect_features(tmp_path) == TreeFeatures(filter_list=True, case_timeout=False)
-    # What our series' 0003 patch adds to try-catch.c.
-    (kunit / "try-catch.c").write_text(
-        "module_param_named(timeout, kunit_timeout_seconds, ulong, 0644);\n"
-        'MODULE_PARM_DESC(timeout, "Seconds a test case may run");\n'
-    )
-    assert detect_features(tmp_path) == TreeFeatures(filter_list=True, case_timeout=True)
-    (kunit / "executor.c").unlink()
-    assert detect_features(tmp_path) == TreeFeatures(filter_list=False, case_timeout=True)
-
-
-def test_detect_features_finds_upstreams_timeout_in_test_c(tmp_path: Path) -> None:
-    # Upstream's kunit.timeout (6.17+, commit 5ac244b9cc8f) lives in test.c and means the same for a case of normal
-    # speed: the runner passes it there too.
-    kunit = tmp_path / "lib" / "kunit"
-    kunit.mkdir(parents=True)
-    (kunit / "try-catch.c").write_text("void kunit_try_catch_run(struct kunit_try_catch *try_catch, void *context)\n")
-    (kunit / "test.c").write_text(
-        "static unsigned long kunit_base_timeout = CONFIG_KUNIT_DEFAULT_TIMEOUT;\n"
-        "module_param_named(timeout, kunit_base_timeout, ulong, 0644);\n"
-        'MODULE_PARM_DESC(timeout, "Set the base timeout for Kunit test cases");\n'
-    )
-    assert detect_features(tmp_path) == TreeFeatures(filter_list=False, case_timeout=True)
-
-
-def test_detect_features_recognises_our_kernel_series(tmp_path: Path) -> None:
-    """The markers detect_features looks for are what kernel-patches/ really adds (added lines only)."""
-    series = Path(__file__).resolve().parents[2] / "kernel-patches"
-    if not any(series.glob("*.patch")):
-        pytest.skip("no kernel-patches/ series in this checkout")
-    added: dict[str, list[str]] = {}
-    current = ""
-    for patch in patch_files((series,)):
-        for line in patch.read_text(errors="replace").splitlines():
-            if line.startswith("+++ b/"):
-                current = line.removeprefix("+++ b/")
-            elif line.startswith("+") and not line.startswith("+++"):
-                added.setdefault(current, []).append(line[1:])
-    for relative in ("lib/kunit/executor.c", "lib/kunit/try-catch.c"):
-        path = tmp_path / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(added.get(relative, [])))
-    assert detect_features(tmp_path) == TreeFeatures(filter_list=True, case_timeout=True)
 
 
 @pytest.mark.parametrize("with_find", [True, False])
