@@ -18,6 +18,7 @@ from ..findings import initramfs
 from ..findings.coverage_report import save_boot
 from ..findings.outcomes import Outcome, case_outcomes
 from ..findings.sanitizer_verdicts import OutsideReports
+from ..host.cachelayout import CacheLayout
 from ..model import CaseId, Kernel, Settings, Stats
 from . import recovery
 from .accel import Accelerator, kvm_failure
@@ -62,8 +63,10 @@ class Runner:
         sink: Callable[[str], None] | None = None,
         edits: BootEdits = BootEdits(),
         announce: Callable[[str], None] = lambda message: None,
+        run_id: str = "",
     ) -> None:
         self.settings = settings
+        self.run_id = run_id  # the pytest run's id: its consoles are kept or evicted together (cacheprune.py)
         self.stats = stats
         self.sink = sink
         self.edits = edits
@@ -83,6 +86,8 @@ class Runner:
         # from the xdist controller, so that an image travels only to a host that boots it.
         self.obtain: Callable[[Kernel], None] = lambda kernel: None
         self.coverage_runs: Path | None = None  # where each boot's GCOV counters go, with --kunit-coverage
+        if settings.coverage is not None:
+            self.coverage_runs = CacheLayout(settings.cache_dir).coverage_run(run_id)
         self.coverage_boots: list[str] = []  # the boots whose counters were kept (this process's; a controller's too)
         self._boot_number = 0
         self.announce = announce  # told when a kernel's first test boot starts
@@ -316,10 +321,10 @@ class Runner:
 
     def _save_console(self, kernel: Kernel, record: BootRecord) -> Path:
         self._boot_number += 1
-        directory = self.settings.cache_dir / "consoles" / kernel.build.image_digest
+        directory = CacheLayout(self.settings.cache_dir).console_dir(kernel.build.image_digest)
         directory.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = directory / f"{stamp}-{os.getpid()}-{self._boot_number}.log"
+        path = directory / CacheLayout.console_name(stamp, self.run_id, os.getpid(), self._boot_number)
         header = f"# {' '.join(record.command)}\n"
         path.write_text(header + "\n".join(record.console) + "\n")
         return path

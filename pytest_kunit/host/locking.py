@@ -12,6 +12,7 @@ from pathlib import Path
 import filelock
 
 from ..errors import KunitError
+from .cachelayout import CacheLayout
 
 # Waiting longer than this on a lock is worth a line saying why.
 NOTE_AFTER = 3.0
@@ -50,7 +51,7 @@ def _waited_too_long(name: str, sidecar: Path) -> KunitError:
 def cache_lock(cache_dir: Path, name: str, what: str = "", note: Callable[[str], None] | None = None) -> Iterator[None]:
     """Hold the cache lock `name` while doing `what` (said to whoever waits); after NOTE_AFTER seconds of waiting,
     `note` is told once who holds it."""
-    locks = cache_dir / "locks"
+    locks = CacheLayout(cache_dir).locks()
     locks.mkdir(parents=True, exist_ok=True)
     lock = filelock.FileLock(str(locks / f"{name}.lock"))
     sidecar = locks / f"{name}.holder"

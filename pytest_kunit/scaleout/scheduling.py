@@ -15,9 +15,9 @@ from ..findings.sanitizer_verdicts import OUTSIDE_KEY
 from ..fragments.files import find_fragments
 from ..fragments.pipeline import STATE
 from ..guest.planning import case_from_nodeid, plan_batches
-from ..host.cache import load_durations
+from ..host.cache import cache_id, load_durations
 from ..model import BuiltKernel, Durations
-from .image_service import CACHE_ID_KEY, FRAGMENTS_KEY, SERVICE_KEY, ImageService, cache_id
+from .image_service import CACHE_ID_KEY, FRAGMENTS_KEY, SERVICE_KEY, ImageService
 from .workers import DURATIONS_KEY
 
 # A worker is given more kunit work while fewer of its kunit cases than this are pending: a worker runs a test only
