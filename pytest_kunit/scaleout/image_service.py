@@ -26,18 +26,13 @@ from ..host.locking import cache_lock
 from ..kbuild.case_locations import case_locations
 from ..kernel.image import ImageRecord, check_image, file_digest
 from ..model import BuildResult, Kernel, TreeFeatures
-from .workers import workerinput
 
 if TYPE_CHECKING:
-    import pytest
-
     from ..arch import Arch
     from ..fragments.pipeline import SessionState
     from ..model import Stats
+    from .protocol import WorkerInput
 
-SERVICE_KEY = "kunit_service"  # workerinput: the channel to the controller's ImageService
-CACHE_ID_KEY = "kunit_cache_id"  # workerinput: the controller's cache identity
-FRAGMENTS_KEY = "kunit_fragments"  # workerinput: fragment_name -> the token to ask the controller for it by
 CHUNK = 1 << 20
 WAITING = "kunit-waiting"  # what the controller sends a worker whose request it has not answered yet
 HEARTBEAT = 30.0  # seconds between WAITING notes
@@ -298,10 +293,10 @@ class ImageClient:
         return tuple(self._receive())
 
 
-def worker_client(config: pytest.Config, cache_dir: Path, stats: Stats) -> ImageClient | None:
-    """The client of the controller's image service, on an xdist worker whose cache is not the controller's; None
-    elsewhere (a worker sharing the cache builds for itself, under the cache's locks, as `-n N` always has)."""
-    given = workerinput(config)
-    if given is None or SERVICE_KEY not in given or given.get(CACHE_ID_KEY) == cache_id(cache_dir):
+def worker_client(given: WorkerInput | None, cache_dir: Path, stats: Stats) -> ImageClient | None:
+    """The client of the controller's image service, on an xdist worker (`given` its input) whose cache is not the
+    controller's; None elsewhere (a worker sharing the cache builds for itself, under the cache's locks, as `-n N`
+    always has)."""
+    if given is None or given.cache_id == cache_id(cache_dir):
         return None
-    return ImageClient(given[SERVICE_KEY], given.get(FRAGMENTS_KEY, {}), cache_dir, stats)
+    return ImageClient(given.service, given.fragments, cache_dir, stats)
