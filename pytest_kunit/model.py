@@ -43,6 +43,8 @@ class Settings:
     coverage: Path | None = None  # where the coverage report goes; None: no coverage
     share_kernels: bool = False  # one union kernel per tree for the run's fragments (sharing.py)
     reuse_kernels: bool = True  # a kernel built before serves a fragment it provably covers (reuse.py)
+    cache_max_age: int = 30  # days a big cache entry may go unused before a run evicts it (0: never)
+    cache_keep_consoles: int = 20  # runs whose consoles the cache keeps (0: all)
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ class Stats:
     filters: list[str] = field(default_factory=list)
 
     def merge(self, other: Mapping[str, float]) -> None:
-        """Add a worker's figures (its `asdict` without the filters, as sent through xdist's workeroutput)."""
+        """Add a worker's figures (its `asdict` without the filters, as a worker hands it back: protocol.py)."""
         self.builds += int(other.get("builds", 0))
         self.build_seconds += other.get("build_seconds", 0.0)
         self.boots += int(other.get("boots", 0))

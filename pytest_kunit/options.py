@@ -64,6 +64,22 @@ OPTIONS = (
     Option(
         "kunit_cache_dir", "where trees, builds and consoles are kept; default $XDG_CACHE_HOME/pytest-kunit", "path"
     ),
+    Option(
+        "kunit_cache_prune",
+        "remove from the cache what --kunit-cache-max-age and --kunit-cache-keep-consoles leave no room for, say "
+        "what was removed, and exit without collecting or running anything (needs --kunit)",
+        "bool",
+    ),
+    Option(
+        "kunit_cache_max_age",
+        "days an extracted tree, build directory, completed configuration or fetched image may go unused before a "
+        "run removes it from the cache (one in use by another run stays); 0 keeps them; default 30",
+    ),
+    Option(
+        "kunit_cache_keep_consoles",
+        "how many runs' boot consoles (and coverage counters) the cache keeps, the latest; 0 keeps every run's; "
+        "default 20",
+    ),
     Option("kunit_jobs", "parallel make jobs; default: the number of CPUs"),
     Option(
         "kunit_timeout",

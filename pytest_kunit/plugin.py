@@ -25,6 +25,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """--kunit-cache-prune: prune the cache, say what went, and exit, as --cache-show shows and exits."""
+    if not settings.is_enabled(config) or not settings.flag(config, "kunit_cache_prune"):
+        return None
+    from .errors import KunitError
+    from .host.cachedir import trusted_cache_dir
+    from .host.cacheprune import Bounds, prune, summary
+
+    cache = settings.cache_dir(config)
+    bounds = Bounds(*settings.cache_bounds(config))
+    try:
+        removed = prune(trusted_cache_dir(cache), bounds)
+    except KunitError as error:
+        raise pytest.UsageError(error.render()) from None
+    for entry in removed:
+        print(f"removed {entry.path} ({entry.size / 1e6:.1f} MB): {entry.why}")
+    print(f"kunit cache {cache}: {summary(removed)}")
+    return 0
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     if not settings.is_enabled(config):
         return

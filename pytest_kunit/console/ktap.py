@@ -24,120 +24,42 @@ passed when that case's own ``ok`` line was seen.  What it reads (line grammar i
 
 from __future__ import annotations
 
-import enum
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from ..model import Attributes
 from . import ktap_lines as grammar
+from . import ktap_results as results
+from .ktap_results import (
+    CaseResult,
+    Event,
+    KtapStarted,
+    Listed,
+    Location,
+    ParamResult,
+    Status,
+    SuiteFinished,
+    SuiteStarted,
+    Unfinished,
+    Unread,
+)
 
-_LOCATION = re.compile(r"(?:FAILED|failed) at (?P<file>[\w./+-]+):(?P<line>\d+)")
-
-# Diagnostics KUnit prints before a case's `not ok` line when its thread died: "try faulted" (upstream since
-# 2024, and our kernel series, which follows it) or "test case crashed" (the series' first version); timeouts are
-# worded alike everywhere. A case's name may hold spaces; anchored, the lazy name runs in linear time.
-_CRASHED_DIAGNOSTIC = re.compile(r"^\s*# .+?: (?:try faulted|test case crashed)\b")
-_TIMED_OUT_DIAGNOSTIC = re.compile(r"^\s*# .+?: (?:try timed out|test case timed out)\b")
-
-
-class Status(enum.Enum):
-    """The outcome of one kernel test case, as the console told it."""
-
-    PASSED = "passed"
-    FAILED = "failed"
-    SKIPPED = "skipped"
-    XFAIL = "xfailed"  # failed, and its result line said that was expected (KTAP's XFAIL and TODO)
-    CRASHED = "crashed"
-    TIMED_OUT = "timed out"
-    NO_RESULT = "no result"
-
-
-@dataclass(frozen=True)
-class Location:
-    file: str
-    line: int
-
-
-@dataclass(frozen=True)
-class ParamResult:
-    """One parameter of a parameterised case (KUNIT_CASE_PARAM)."""
-
-    name: str
-    status: Status
-    reason: str
-    diagnostics: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class CaseResult:
-    suite: str
-    case: str
-    status: Status
-    reason: str = ""
-    diagnostics: tuple[str, ...] = ()
-    params: tuple[ParamResult, ...] = ()
-    attributes: Attributes = ()  # (name, value) in print order: the case's own, else its suite's
-
-    @property
-    def location(self) -> Location | None:
-        """Where the first failed expectation or assertion of this case sits in the C source."""
-        for line in self.diagnostics:
-            match = _LOCATION.search(line)
-            if match:
-                return Location(match["file"], int(match["line"]))
-        return None
-
-
-@dataclass(frozen=True)
-class KtapStarted:
-    """The first KTAP/TAP version line: KUnit is running."""
-
-
-@dataclass(frozen=True)
-class SuiteStarted:
-    suite: str
-
-
-@dataclass(frozen=True)
-class SuiteFinished:
-    suite: str
-    status: Status
-    attributes: Attributes = ()  # the suite's own, printed after its header
-
-
-@dataclass(frozen=True)
-class Listed:
-    """A `suite.case` line outside any suite: what a `kunit.action=list` boot prints for each case it holds.
-
-    After `kunit.action=list_attr` it carries the case's effective attributes, so it is emitted when the line after
-    its attribute lines arrives (or the console ends).
-    """
-
-    suite: str
-    case: str
-    attributes: Attributes = ()
-
-
-@dataclass(frozen=True)
-class Unread:
-    """A line of a `kunit.action=list` boot that names no case: a suite line no case followed (list boots only)."""
-
-    line: str
-
-
-@dataclass(frozen=True)
-class Unfinished:
-    """The console ended inside a suite: the lines logged since that suite's last result.
-
-    `suite` is "" for a suite opened without `# Subtest:`, whose name its missing closing line would have given.
-    """
-
-    suite: str
-    log: tuple[str, ...]
-
-
-Event = KtapStarted | SuiteStarted | SuiteFinished | CaseResult | Listed | Unread | Unfinished
+# The parser's vocabulary, for its readers: what it yields is ktap_results.py's.
+__all__ = [
+    "CaseResult",
+    "Event",
+    "KtapParser",
+    "KtapStarted",
+    "Listed",
+    "Location",
+    "ParamResult",
+    "Status",
+    "SuiteFinished",
+    "SuiteStarted",
+    "Unfinished",
+    "Unread",
+    "parse",
+    "since_last_result",
+]
 
 
 @dataclass
@@ -177,52 +99,6 @@ class _ListedSuite:
     name: str
     attributes: dict[str, str] = field(default_factory=dict)
     cases: int = 0
-
-
-def _status(ok: bool, directive: str | None, diagnostics: Iterable[str]) -> Status:
-    if directive == "SKIP":
-        return Status.SKIPPED
-    if directive == "XFAIL" or (directive == "TODO" and not ok):
-        return Status.XFAIL
-    if directive == "TIMEOUT":
-        return Status.TIMED_OUT
-    if ok and directive != "ERROR":
-        return Status.PASSED
-    lines = list(diagnostics)
-    if any(_CRASHED_DIAGNOSTIC.search(line) for line in lines):
-        return Status.CRASHED
-    if any(_TIMED_OUT_DIAGNOSTIC.search(line) for line in lines):
-        return Status.TIMED_OUT
-    return Status.FAILED
-
-
-def _worst(statuses: Iterable[Status]) -> Status | None:
-    order = [Status.CRASHED, Status.TIMED_OUT, Status.FAILED]
-    seen = set(statuses)
-    return next((status for status in order if status in seen), None)
-
-
-def _with_params(status: Status, params: Iterable[ParamResult]) -> Status:
-    """A parameterised case fails if any parameter failed, whatever its own line says (unless it skipped)."""
-    if status is Status.PASSED or status is Status.FAILED:
-        return _worst(param.status for param in params) or status
-    return status
-
-
-def _old_params(name: str, lines: list[str]) -> list[ParamResult]:
-    """The `# name: ok 1 - param` lines of a 5.11-5.15 case, each with the lines logged since the previous one."""
-    params: list[ParamResult] = []
-    since: list[str] = []
-    for line in lines:
-        found = grammar.old_param(line.strip())
-        if found and found[0] == name:
-            param = found[1]
-            status = _status(param.ok, param.directive, since)
-            params.append(ParamResult(param.name, status, param.reason, tuple(since)))
-            since = []
-        else:
-            since.append(line)
-    return params
 
 
 class KtapParser:
@@ -412,7 +288,7 @@ class KtapParser:
         diagnostics, top.pending = top.pending, []
         if len(self._stack) == 2:
             return self._case(top, result, diagnostics, [])
-        status = _status(result.ok, result.directive, diagnostics)
+        status = results.verdict(result.ok, result.directive, diagnostics)
         top.params.append(ParamResult(result.name, status, result.reason, tuple(diagnostics)))
         return []
 
@@ -429,7 +305,7 @@ class KtapParser:
         parent.pending = []
         if depth == 2:
             return self._case(parent, result, diagnostics, closed.params, nested=True)
-        status = _with_params(_status(result.ok, result.directive, diagnostics), closed.params)
+        status = results.with_params(results.verdict(result.ok, result.directive, diagnostics), closed.params)
         parent.params.append(ParamResult(result.name, status, result.reason, tuple(diagnostics)))
         return []
 
@@ -445,8 +321,8 @@ class KtapParser:
             else:
                 diagnostics.append(line)
         if not nested:
-            params = _old_params(result.name, diagnostics)
-        status = _with_params(_status(result.ok, result.directive, diagnostics), params)
+            params = results.old_params(result.name, diagnostics)
+        status = results.with_params(results.verdict(result.ok, result.directive, diagnostics), params)
         reason = result.reason
         if nested and not params and status is Status.PASSED:
             status, reason = Status.SKIPPED, reason or "no parameter ran"
@@ -465,7 +341,7 @@ class KtapParser:
         passed, so a crash after a forged `ok` line is never hidden."""
         if (
             suite.verdicts[result.name] is not Status.PASSED
-            or _status(result.ok, result.directive, []) is Status.PASSED
+            or results.verdict(result.ok, result.directive, []) is Status.PASSED
         ):
             return None
         diagnostics, suite.pending = suite.pending, []
@@ -473,7 +349,7 @@ class KtapParser:
         return self._case(suite, result, [note, *diagnostics], [])
 
     def _suite_finished(self, closed: _Group, result: grammar.Result) -> list[Event]:
-        status = _status(result.ok, result.directive, closed.pending)
+        status = results.verdict(result.ok, result.directive, closed.pending)
         name = result.name if closed.name is None else closed.name
         finished = SuiteFinished(name, status, tuple(closed.attributes.items()))
         if closed.name is not None:

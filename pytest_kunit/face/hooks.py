@@ -12,17 +12,18 @@ import pytest
 
 from ..arch import Arch
 from ..errors import KunitError, KunitWarning
-from ..findings.coverage_report import COVERAGE_KEY, gcovr_command, keep_counters, make_report
-from ..findings.sanitizer_verdicts import OUTSIDE_KEY
+from ..findings.coverage_report import gcovr_command, keep_counters, make_report
 from ..fragments.files import collects
 from ..fragments.pipeline import STATE, SessionState
 from ..guest.launch import launcher
 from ..guest.planning import PlannedCase, plan_batches
 from ..host.cache import load_durations, save_durations
 from ..host.cachedir import trusted_cache_dir
+from ..host.cacheprune import Bounds, prune, summary
 from ..model import Settings
 from ..scaleout.image_service import worker_client
-from ..scaleout.workers import is_worker, run_id, worker_count, worker_durations
+from ..scaleout.protocol import WorkerOutput, received_input
+from ..scaleout.workers import is_worker, run_id, worker_count
 from .kcidb import REPORT_KEY, KcidbWriter, case_run
 from .nodes import MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
 from .report import junit_properties, junit_writer
@@ -49,7 +50,11 @@ def start(config: pytest.Config, settings: Settings, arch: Arch) -> None:
     except KunitError as error:
         raise pytest.UsageError(error.render()) from None
     state = config.stash[STATE] = SessionState(config, settings, arch, session=run_id(config))
-    client = worker_client(config, settings.cache_dir, state.stats)
+    try:
+        handed = received_input(config)
+    except KunitError as error:
+        raise pytest.UsageError(error.render()) from None
+    client = worker_client(handed, settings.cache_dir, state.stats)
     if client is not None:
         state.remote = client
         state.runner.decode = client.decode
@@ -100,9 +105,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         for item in session.items
         if isinstance(item, KunitCase)
     ]
-    durations = worker_durations(config)
-    if durations is None:
-        durations = load_durations(state.settings.cache_dir, config.rootpath)
+    handed = received_input(config)
+    durations = handed.durations if handed else load_durations(state.settings.cache_dir, config.rootpath)
     state.runner.set_plan(cases, plan_batches(cases, worker_count(config), state.settings.isolate, durations))
 
 
@@ -123,14 +127,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_sessionfinish(session: pytest.Session) -> None:
     state = session.config.stash[STATE]
     if is_worker(session.config):
-        workeroutput: dict[str, Any] = session.config.workeroutput  # type: ignore[attr-defined]
-        stats = asdict(state.stats)
-        stats.pop("filters")
-        workeroutput["kunit_stats"] = stats
-        workeroutput["kunit_suite_seconds"] = state.runner.suite_seconds
-        workeroutput[OUTSIDE_KEY] = state.runner.outside.dump()
-        workeroutput["kunit_kernels"] = [asdict(kernel) for kernel in state.kernels.values()]
-        workeroutput[COVERAGE_KEY] = state.runner.coverage_boots
+        runner, kernels = state.runner, list(state.kernels.values())
+        output = WorkerOutput.of(
+            state.stats, runner.suite_seconds, runner.outside.dump(), kernels, runner.coverage_boots
+        )
+        session.config.workeroutput.update(output.to_dict())  # type: ignore[attr-defined]
     else:
         save_durations(state.settings.cache_dir, session.config.rootpath, state.runner.suite_seconds)
         state.run_failures = state.runner.outside.by_kernel()
@@ -138,6 +139,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             # The run's own failure, no test's: --lf has nothing to rerun, and the terminal summary says why.
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         state.coverage = coverage_summary(state)
+        # At the end, when this run's own entries have just been used and its consoles are the latest.
+        bounds = Bounds(state.settings.cache_max_age, state.settings.cache_keep_consoles)
+        removed = prune(state.settings.cache_dir, bounds)
+        if removed:
+            state.pruned = f"kunit cache: {summary(removed)}; see --kunit-cache-max-age, --kunit-cache-keep-consoles"
     xml = junit_writer(session.config)
     if xml is not None:
         for name, value in junit_properties(state.stats):
@@ -166,6 +172,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         )
     for line in state.coverage:
         terminalreporter.write_line(line)
+    if state.pruned:
+        terminalreporter.write_line(state.pruned)
     if config.option.verbose > 0:
         for number, kernel_filter in enumerate(stats.filters, 1):
             terminalreporter.write_line(f"boot {number}: {kernel_filter}")

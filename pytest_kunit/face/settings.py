@@ -51,6 +51,11 @@ def is_enabled(config: pytest.Config) -> bool:
     return bool(_raw(config, "kunit")[0])
 
 
+def flag(config: pytest.Config, name: str) -> bool:
+    """Whether the flag `name` (or its ini key) is on."""
+    return bool(_raw(config, name)[0])
+
+
 def given(config: pytest.Config, name: str) -> str | None:
     """Where the setting `name` was given (its flag, -o, or its ini key in a file), or None if it was not."""
     value, source = _raw(config, name)
@@ -83,6 +88,26 @@ def _positive_int(value: Any) -> int:
     if number < 1:
         raise ValueError
     return number
+
+
+def _whole_number(value: Any) -> int:
+    number = int(value)
+    if number < 0:
+        raise ValueError
+    return number
+
+
+def cache_dir(config: pytest.Config) -> Path:
+    return _convert(config, "kunit_cache_dir", _cache_default(), _path, "a path")  # type: ignore[no-any-return]
+
+
+def cache_bounds(config: pytest.Config) -> tuple[int, int]:
+    """The cache's eviction bounds: days a big entry may go unused, runs whose consoles stay (0: no bound)."""
+    expected = "a whole number, 0 or more"
+    return (
+        _convert(config, "kunit_cache_max_age", 30, _whole_number, expected),
+        _convert(config, "kunit_cache_keep_consoles", 20, _whole_number, expected),
+    )
 
 
 def _case_timeout(value: Any) -> int:
@@ -199,6 +224,7 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         arches = ARCHES
     enabled, _ = _raw(config, "kunit")
     arch = _convert(config, "kunit_arch", "x86_64", str, "a known architecture")
+    max_age, keep_consoles = cache_bounds(config)
     if arch not in arches:
         _, source = _raw(config, "kunit_arch")
         raise pytest.UsageError(f"{source}: {arch!r} is not one of: {', '.join(sorted(arches))}")
@@ -213,7 +239,7 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
             "an existing kernel tarball or directory",
         ),
         patch_dirs=_patch_dirs(config),
-        cache_dir=_convert(config, "kunit_cache_dir", _cache_default(), _path, "a path"),
+        cache_dir=cache_dir(config),
         jobs=_convert(config, "kunit_jobs", os.cpu_count() or 1, _positive_int, "a positive whole number"),
         timeout=_convert(
             config,
@@ -236,4 +262,6 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         coverage=_coverage_dir(config),
         share_kernels=bool(_raw(config, "kunit_share_kernels")[0]),
         reuse_kernels=_convert(config, "kunit_reuse_kernels", True, _yes_no, "yes or no"),
+        cache_max_age=max_age,
+        cache_keep_consoles=keep_consoles,
     )

@@ -19,7 +19,6 @@ from . import coverage, initramfs
 from .archive import UnsafeArchive
 
 META = "boot.json"
-COVERAGE_KEY = "kunit_coverage_boots"  # in xdist's workeroutput
 # The terminal shows this many files; the HTML report has them all.
 SHOWN_FILES = 25
 

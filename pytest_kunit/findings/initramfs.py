@@ -9,13 +9,13 @@ reboots at once on a list boot (`kunit.action=`); QEMU's -no-reboot ends the gue
 from __future__ import annotations
 
 import binascii
-import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import KunitError, KunitWarning
+from ..host.cache import saved_initramfs
 from ..kernel.kconfig import read_dotconfig
 from .sanitizer_verdicts import OutsideReport
 
@@ -179,13 +179,7 @@ def initramfs(cache_dir: Path, why: str) -> Path:
             _cpio_entry("TRAILER!!!", 0),
         ]
     )
-    path = cache_dir / "initramfs" / f"initramfs-{binascii.crc32(archive):08x}.cpio"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(f".{os.getpid()}")
-        temporary.write_bytes(archive)
-        temporary.replace(path)
-    return path
+    return saved_initramfs(cache_dir, archive, binascii.crc32(archive))
 
 
 def with_gcov_dirs(args: Sequence[str], dirs: Sequence[str]) -> tuple[str, ...]:

@@ -13,7 +13,6 @@ from .sanitizer_reports import Finding
 
 # A case whose own result line says one of these is failed by a report printed while it ran.
 _NOT_FAILING = (Status.PASSED, Status.SKIPPED, Status.XFAIL)
-OUTSIDE_KEY = "kunit_outside_reports"  # in xdist's workeroutput
 
 
 def without_reports(diagnostics: Sequence[str], reports: Iterable[Finding]) -> tuple[str, ...]:

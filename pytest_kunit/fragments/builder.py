@@ -64,9 +64,7 @@ class KernelBuilder:
 
     def __post_init__(self) -> None:
         sink = self._raw_sink() if self.settings.raw else None
-        self.runner = Runner(self.settings, self.stats, sink, self._boot_edits(), self._announce)
-        if self.settings.coverage is not None:
-            self.runner.coverage_runs = self.settings.cache_dir / "coverage" / "runs" / self.session
+        self.runner = Runner(self.settings, self.stats, sink, self._boot_edits(), self._announce, self.session)
 
     def _boot_edits(self) -> BootEdits:
         """The pytest_kunit_kernel_args and pytest_kunit_qemu_command hooks, as the runner calls them."""

@@ -38,6 +38,7 @@ class SessionState(KernelBuilder):
     coverage: list[str] = field(default_factory=list)  # what the terminal summary says of the coverage report
     # What failed the run while no case ran, per kernel (node id): the terminal summary's and JUnit's, not a test's.
     run_failures: dict[str, str] = field(default_factory=dict)
+    pruned: str = ""  # what the cache's bounds removed at the session's end (cacheprune.py), for the summary
     sharing: Sharing | None = None  # --kunit-share-kernels: which fragments share a kernel, and their suites
     reuse: Reuse | None = None  # kernels built before that serve a fragment never built (--kunit-reuse-kernels)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import BuildError, ConfigError
+from ..host.cachelayout import CacheLayout
 from ..host.progress import Progress
 from ..kbuild import membership
 from ..kbuild.membership import unrepresentable
@@ -34,7 +35,7 @@ def candidates(request: BuildRequest) -> list[tuple[Path, BuildRecord]]:
     """Finished builds of the request's tree and architecture other than its own, the most recently built first."""
     own = build_dir_of(request)
     found = []
-    for record_file in (request.cache_dir / "build").glob(f"*/{RECORD}"):
+    for record_file in CacheLayout(request.cache_dir).builds().glob(f"*/{RECORD}"):
         record = BuildRecord.read(record_file)
         directory = record_file.parent
         if record is None or directory == own or (record.tree, record.arch) != (request.tree.key, request.arch.name):

@@ -14,7 +14,6 @@ Out-of-tree suites join a group: the union's request places every member's folde
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import tempfile
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import BuildError, ConfigError
-from ..host.cache import write_atomically
+from ..host.cache import load_shared_suites, save_shared_suites
 from ..host.progress import Progress
 from ..kbuild import membership
 from ..kernel.build import completed_config
@@ -221,9 +220,9 @@ def own_suites(state: KernelBuilder, path: Path, kernel: Kernel, described: str)
         alone_text = completed_config(request)
         # Whatever changes either side's answer changes the image or the configuration completed alone.
         digest = hashlib.sha256(f"v3\0{kernel.build.image_digest}\0{alone_text}".encode()).hexdigest()[:16]
-        known = state.settings.cache_dir / "shared" / f"{digest}.json"
-        if known.exists():
-            suites = set(json.loads(known.read_text()))
+        known = load_shared_suites(state.settings.cache_dir, digest)
+        if known is not None:
+            suites = known
         else:
             shared = read_dotconfig((build_dir / ".config").read_text())
             with tempfile.TemporaryDirectory(dir=state.settings.cache_dir) as scratch:
@@ -231,8 +230,7 @@ def own_suites(state: KernelBuilder, path: Path, kernel: Kernel, described: str)
                     kernel.tree, build_dir, shared, read_dotconfig(alone_text), Path(scratch)
                 )
             suites = shown_names(build_dir, state.listing(kernel).cases, stored)
-            known.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(known, json.dumps(sorted(suites)))
+            save_shared_suites(state.settings.cache_dir, digest, suites)
     except (membership.Unknown, BuildError, ConfigError, OSError) as why:
         progress.phase(f"{shown} builds alone, not in {described}: {why}")
         return None

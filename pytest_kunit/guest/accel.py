@@ -13,6 +13,7 @@ from ..arch import Arch
 from ..console.transcript import BootRecord
 from ..errors import KunitWarning
 from ..host.cache import load_kvm_verdict, save_kvm_verdict
+from ..host.cachelayout import CacheLayout
 from ..model import Settings
 from ..options import Accel
 from .boot import KVM_FIRST_OUTPUT, kvm_usable
@@ -55,7 +56,7 @@ class Accelerator:
         key, _ = self._machine(arch)
         known = load_kvm_verdict(self.settings.cache_dir, key)
         if known is not None:
-            path = self.settings.cache_dir / "kvm" / f"{key}.json"
+            path = CacheLayout(self.settings.cache_dir).kvm_verdict(key)
             _note(f"KVM is known not to work here ({known}); using TCG (delete {path} to try KVM again)")
             return "tcg"
         return "kvm"

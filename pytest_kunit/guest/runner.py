@@ -18,6 +18,7 @@ from ..findings import initramfs
 from ..findings.coverage_report import save_boot
 from ..findings.outcomes import Outcome, case_outcomes
 from ..findings.sanitizer_verdicts import OutsideReports
+from ..host.cachelayout import CacheLayout
 from ..model import CaseId, Kernel, Settings, Stats
 from . import recovery
 from .accel import Accelerator, kvm_failure
@@ -62,8 +63,10 @@ class Runner:
         sink: Callable[[str], None] | None = None,
         edits: BootEdits = BootEdits(),
         announce: Callable[[str], None] = lambda message: None,
+        run_id: str = "",
     ) -> None:
         self.settings = settings
+        self.run_id = run_id  # the pytest run's id: its consoles are kept or evicted together (cacheprune.py)
         self.stats = stats
         self.sink = sink
         self.edits = edits
@@ -83,6 +86,8 @@ class Runner:
         # from the xdist controller, so that an image travels only to a host that boots it.
         self.obtain: Callable[[Kernel], None] = lambda kernel: None
         self.coverage_runs: Path | None = None  # where each boot's GCOV counters go, with --kunit-coverage
+        if settings.coverage is not None:
+            self.coverage_runs = CacheLayout(settings.cache_dir).coverage_run(run_id)
         self.coverage_boots: list[str] = []  # the boots whose counters were kept (this process's; a controller's too)
         self._boot_number = 0
         self.announce = announce  # told when a kernel's first test boot starts
@@ -216,28 +221,11 @@ class Runner:
             stop_after_crash=self.settings.reboot_after_crash,
         )
         self.suite_seconds.setdefault(kernel.key, {}).update(record.suite_seconds)
-        console = self._save_console(kernel, record)
-        if kernel.initrd is not None and self.coverage_runs is not None:
-            destination = self.coverage_runs / f"{os.getpid()}-{self._boot_number}"
-            save_boot(record.console, kernel.boot_args, kernel.build.build_dir, kernel.tree, destination)
-            self.coverage_boots.append(str(destination))
+        console = self._keep(kernel, record)
         known = self.outcomes.setdefault(kernel.key, {})
-        unrun = [case for case in executed if case in wanted and case not in known]
-
-        def lines(case: CaseId) -> tuple[str, ...]:
-            return record.console_map.case_lines(record.console, case)
-
         if not record.ktap_started:
-            if record.outside_signal is not None:
-                # Killed from outside before KUnit began: not the kernel's fault either.
-                stop = Stop(Cause.KILLED, str(console), signal=record.outside_signal, program=record.program)
-                self._stopped(known, stop, None, unrun, stops)
-                return False
-            # Nothing ran: every case of this boot carries the same explanation, and no further boot is tried.
-            why = f"{boot_failure(record).render()}\nWhole console: {console}"
-            self.unbootable[kernel.key] = (console, why)
-            for case in wanted:
-                known.setdefault(case, Outcome.no_result(case, console, why))
+            unrun = [case for case in executed if case in wanted and case not in known]
+            self._never_started(kernel, record, console, wanted, unrun, stops)
             return False
 
         results = [event for event in events if isinstance(event, ktap.CaseResult)]
@@ -262,37 +250,73 @@ class Runner:
             for case in executed:
                 if case in wanted and case not in known:
                     why = "The kernel ran this boot to the end without printing this case's result."
-                    known[case] = Outcome.no_result(case, console, why, lines(case))
+                    known[case] = Outcome.no_result(case, console, why, _case_lines(record, case))
             return False
-
         # Evidence for the case that was running: only what the console said after the last result line.
         log = list(unfinished[0].log) if unfinished else ktap.since_last_result(record.console)
-        before = record.console[: len(record.console) - len(ktap.since_last_result(record.console))]
-        stop = Stop(
-            recovery.cause_of(record.timed_out, record.outside_signal),
-            str(console),
-            evidence=tuple(oops.fault_lines(log)),
-            earlier_crash=recovery.earlier_crash(results, before),
-            signal=record.outside_signal,
-            program=record.program,
-            silent_with_cases_left=record.silent and in_flight != executed[-1],
-        )
-        if in_flight not in wanted:
-            return True  # nobody asked for it: the wanted cases after it are booted again
-        unrun = [case for case in unrun if case not in known]
+        stop = _stop(record, console, results, log, silent_with_cases_left=in_flight != executed[-1])
+        if in_flight in wanted:
+            unrun = [case for case in executed if case in wanted and case not in known]
+            self._judge_in_flight(kernel, record, console, stop, in_flight, log, unrun, stops)
+        return True  # what did not run (the case in flight, unless it was judged) is booted again
+
+    def _keep(self, kernel: Kernel, record: BootRecord) -> Path:
+        """Keep the boot's console in the cache (its path, for reports), and its GCOV counters with coverage."""
+        console = self._save_console(kernel, record)
+        if kernel.initrd is not None and self.coverage_runs is not None:
+            destination = self.coverage_runs / f"{os.getpid()}-{self._boot_number}"
+            save_boot(record.console, kernel.boot_args, kernel.build.build_dir, kernel.tree, destination)
+            self.coverage_boots.append(str(destination))
+        return console
+
+    def _never_started(
+        self,
+        kernel: Kernel,
+        record: BootRecord,
+        console: Path,
+        wanted: set[CaseId],
+        unrun: list[CaseId],
+        stops: dict[CaseId | None, list[Stop]],
+    ) -> None:
+        """A boot that never reached KUnit: killed from outside (a rerun), or a kernel that cannot run any case."""
+        known = self.outcomes[kernel.key]
+        if record.outside_signal is not None:
+            # Killed from outside before KUnit began: not the kernel's fault either.
+            stop = Stop(Cause.KILLED, str(console), signal=record.outside_signal, program=record.program)
+            self._stopped(known, stop, None, unrun, stops)
+            return
+        # Nothing ran: every case of this boot carries the same explanation, and no further boot is tried.
+        why = f"{boot_failure(record).render()}\nWhole console: {console}"
+        self.unbootable[kernel.key] = (console, why)
+        for case in wanted:
+            known.setdefault(case, Outcome.no_result(case, console, why))
+
+    def _judge_in_flight(
+        self,
+        kernel: Kernel,
+        record: BootRecord,
+        console: Path,
+        stop: Stop,
+        in_flight: CaseId,
+        log: list[str],
+        unrun: list[CaseId],
+        stops: dict[CaseId | None, list[Stop]],
+    ) -> None:
+        """The case running when the guest stopped: a verdict, a rerun, or (given up) an error for what is left."""
+        known = self.outcomes[kernel.key]
         decision = self._stopped(known, stop, in_flight, unrun, stops)
-        if decision.status is not None:
-            diagnostics = tuple(log) or tuple(record.console[-25:])
-            result = ktap.CaseResult(in_flight[0], in_flight[1], decision.status, "", diagnostics)
-            known[in_flight] = Outcome(
-                result,
-                console,
-                self.decode(kernel, stop.evidence),
-                error=record.killed_for,
-                earlier=_described(stops.get(in_flight, [])),
-                lines=lines(in_flight),
-            )
-        return True
+        if decision.status is None:
+            return
+        diagnostics = tuple(log) or tuple(record.console[-25:])
+        result = ktap.CaseResult(in_flight[0], in_flight[1], decision.status, "", diagnostics)
+        known[in_flight] = Outcome(
+            result,
+            console,
+            self.decode(kernel, stop.evidence),
+            error=record.killed_for,
+            earlier=_described(stops.get(in_flight, [])),
+            lines=_case_lines(record, in_flight),
+        )
 
     def _stopped(
         self,
@@ -316,10 +340,10 @@ class Runner:
 
     def _save_console(self, kernel: Kernel, record: BootRecord) -> Path:
         self._boot_number += 1
-        directory = self.settings.cache_dir / "consoles" / kernel.build.image_digest
+        directory = CacheLayout(self.settings.cache_dir).console_dir(kernel.build.image_digest)
         directory.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = directory / f"{stamp}-{os.getpid()}-{self._boot_number}.log"
+        path = directory / CacheLayout.console_name(stamp, self.run_id, os.getpid(), self._boot_number)
         header = f"# {' '.join(record.command)}\n"
         path.write_text(header + "\n".join(record.console) + "\n")
         return path
@@ -327,3 +351,23 @@ class Runner:
 
 def _described(stops: list[Stop]) -> tuple[str, ...]:
     return tuple(stop.describe() for stop in stops)
+
+
+def _case_lines(record: BootRecord, case: CaseId) -> tuple[str, ...]:
+    return record.console_map.case_lines(record.console, case)
+
+
+def _stop(
+    record: BootRecord, console: Path, results: list[ktap.CaseResult], log: list[str], silent_with_cases_left: bool
+) -> Stop:
+    """How a guest that stopped part-way stopped, with what the console said after its last result line."""
+    before = record.console[: len(record.console) - len(ktap.since_last_result(record.console))]
+    return Stop(
+        recovery.cause_of(record.timed_out, record.outside_signal),
+        str(console),
+        evidence=tuple(oops.fault_lines(log)),
+        earlier_crash=recovery.earlier_crash(results, before),
+        signal=record.outside_signal,
+        program=record.program,
+        silent_with_cases_left=record.silent and silent_with_cases_left,
+    )

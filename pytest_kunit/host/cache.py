@@ -1,13 +1,14 @@
-"""The small files the cache keeps between runs (case lists, suite durations): written atomically, validated on
-read, a damaged one discarded with a note rather than served."""
+"""The small files the cache keeps between runs (case lists, suite durations, KVM's verdict, shared kernels' suites,
+the guest's initramfs, the cache's identity): written atomically, validated on read, a damaged one discarded with a
+note rather than served. Where each lives is cachelayout.py's."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
 import tempfile
+import uuid
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Any
 
 from ..errors import KunitWarning
 from ..model import Attributes, CaseId, Durations
+from .cachelayout import CacheLayout
 from .locking import cache_lock
 
 LIST_FORMAT = 5  # 5: C locations keyed by suite.case
@@ -25,13 +27,13 @@ class CacheWarning(KunitWarning):
     """A cache file was damaged and has been discarded: it will be rebuilt."""
 
 
-def write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, content: str | bytes) -> None:
     """Readers see the old file or the whole new one, never a part (a crash mid-write leaves only a temp file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(content.encode() if isinstance(content, str) else content)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)
@@ -96,10 +98,6 @@ def _valid_list(data: Any) -> bool:
     )
 
 
-def case_list_path(cache_dir: Path, digest: str) -> Path:
-    return cache_dir / "lists" / f"{digest}.json"
-
-
 def case_list_from(data: Any) -> CaseList | None:
     """A case list from its JSON form (as kept in the cache, or sent by an xdist controller); None if malformed."""
     if not _valid_list(data):
@@ -120,16 +118,11 @@ def case_list_data(listing: CaseList) -> dict[str, Any]:
 
 
 def load_case_list(cache_dir: Path, digest: str) -> CaseList | None:
-    return case_list_from(_read_json(case_list_path(cache_dir, digest), _valid_list))
+    return case_list_from(_read_json(CacheLayout(cache_dir).case_list(digest), _valid_list))
 
 
 def save_case_list(cache_dir: Path, digest: str, listing: CaseList) -> None:
-    write_atomically(case_list_path(cache_dir, digest), json.dumps(case_list_data(listing)))
-
-
-def _durations_file(cache_dir: Path, rootpath: Path) -> Path:
-    key = hashlib.sha256(str(rootpath).encode()).hexdigest()[:16]
-    return cache_dir / "durations" / f"{key}.json"
+    write_atomically(CacheLayout(cache_dir).case_list(digest), json.dumps(case_list_data(listing)))
 
 
 def _valid_durations(data: Any) -> bool:
@@ -142,7 +135,7 @@ def _valid_durations(data: Any) -> bool:
 
 def load_durations(cache_dir: Path, rootpath: Path) -> Durations:
     """Suite run times measured by earlier runs of this project: the weights batches are balanced by."""
-    data = _read_json(_durations_file(cache_dir, rootpath), _valid_durations)
+    data = _read_json(CacheLayout(cache_dir).durations(rootpath), _valid_durations)
     return data if data is not None else {}
 
 
@@ -150,7 +143,7 @@ def save_durations(cache_dir: Path, rootpath: Path, measured: Durations) -> None
     """Merge this run's suite times in; only the process that plans for everyone (never an xdist worker) writes."""
     if not measured:
         return
-    path = _durations_file(cache_dir, rootpath)
+    path = CacheLayout(cache_dir).durations(rootpath)
     with cache_lock(cache_dir, f"durations-{path.stem}", "saving suite durations"):
         merged = load_durations(cache_dir, rootpath)
         for kernel, suites in measured.items():
@@ -158,17 +151,49 @@ def save_durations(cache_dir: Path, rootpath: Path, measured: Durations) -> None
         write_atomically(path, json.dumps(merged, indent=1, sort_keys=True))
 
 
-def _kvm_file(cache_dir: Path, key: str) -> Path:
-    return cache_dir / "kvm" / f"{key}.json"
-
-
 def load_kvm_verdict(cache_dir: Path, key: str) -> str | None:
     """Why KVM failed on the machine `key` names (a QEMU binary on a host kernel), if it ever did."""
-    data = _read_json(
-        _kvm_file(cache_dir, key), lambda data: isinstance(data, dict) and isinstance(data.get("why"), str)
-    )
+    path = CacheLayout(cache_dir).kvm_verdict(key)
+    data = _read_json(path, lambda data: isinstance(data, dict) and isinstance(data.get("why"), str))
     return None if data is None else str(data["why"])
 
 
 def save_kvm_verdict(cache_dir: Path, key: str, why: str) -> None:
-    write_atomically(_kvm_file(cache_dir, key), json.dumps({"why": why}))
+    write_atomically(CacheLayout(cache_dir).kvm_verdict(key), json.dumps({"why": why}))
+
+
+def load_shared_suites(cache_dir: Path, digest: str) -> set[str] | None:
+    """The suites a fragment's own kernel would hold, as read from a shared kernel's build (sharing.py)."""
+    data = _read_json(
+        CacheLayout(cache_dir).shared_suites(digest),
+        lambda data: isinstance(data, list) and all(isinstance(name, str) for name in data),
+    )
+    return None if data is None else set(data)
+
+
+def save_shared_suites(cache_dir: Path, digest: str, suites: set[str]) -> None:
+    write_atomically(CacheLayout(cache_dir).shared_suites(digest), json.dumps(sorted(suites)))
+
+
+def saved_initramfs(cache_dir: Path, archive: bytes, crc: int) -> Path:
+    """The initramfs `archive` (whose CRC-32 is `crc`) in the cache, written once."""
+    path = CacheLayout(cache_dir).initramfs(crc)
+    if not path.exists():
+        write_atomically(path, archive)
+    return path
+
+
+def cache_id(cache_dir: Path) -> str:
+    """The cache's identity, made once: processes that read the same one share a cache (one host, or one mount)."""
+    path = CacheLayout(cache_dir).cache_id()
+    if not path.exists():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        scratch = cache_dir / f".cache-id.{uuid.uuid4().hex}"
+        scratch.write_text(uuid.uuid4().hex + "\n")
+        try:
+            os.link(scratch, path)  # whole or not at all, and the first process to make it wins
+        except FileExistsError:
+            pass
+        finally:
+            scratch.unlink()
+    return path.read_text().strip()

@@ -12,6 +12,7 @@ from pathlib import Path
 import filelock
 
 from ..errors import KunitError
+from .cachelayout import CacheLayout
 
 # Waiting longer than this on a lock is worth a line saying why.
 NOTE_AFTER = 3.0
@@ -46,14 +47,42 @@ def _waited_too_long(name: str, sidecar: Path) -> KunitError:
     )
 
 
+def _lock(cache_dir: Path, name: str) -> tuple[filelock.FileLock, Path]:
+    """The lock `name` and its holder's note."""
+    locks = CacheLayout(cache_dir).locks()
+    locks.mkdir(parents=True, exist_ok=True)
+    return filelock.FileLock(str(locks / f"{name}.lock")), locks / f"{name}.holder"
+
+
+@contextmanager
+def _held(lock: filelock.FileLock, sidecar: Path, what: str) -> Iterator[None]:
+    try:
+        _write_note(sidecar, f"{os.getpid()}\n{time.time()}\n{what}\n")
+        yield
+    finally:
+        sidecar.unlink(missing_ok=True)
+        lock.release()
+
+
+@contextmanager
+def cache_lock_if_free(cache_dir: Path, name: str, what: str) -> Iterator[bool]:
+    """Hold the cache lock `name` while doing `what` if no process holds it now (True), else wait for nothing
+    (False): for work that may as well be skipped, as evicting what another run is using."""
+    lock, sidecar = _lock(cache_dir, name)
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        yield False
+        return
+    with _held(lock, sidecar, what):
+        yield True
+
+
 @contextmanager
 def cache_lock(cache_dir: Path, name: str, what: str = "", note: Callable[[str], None] | None = None) -> Iterator[None]:
     """Hold the cache lock `name` while doing `what` (said to whoever waits); after NOTE_AFTER seconds of waiting,
     `note` is told once who holds it."""
-    locks = cache_dir / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    lock = filelock.FileLock(str(locks / f"{name}.lock"))
-    sidecar = locks / f"{name}.holder"
+    lock, sidecar = _lock(cache_dir, name)
     try:
         lock.acquire(timeout=NOTE_AFTER if note is not None else WAIT_AT_MOST)
     except filelock.Timeout:
@@ -64,9 +93,5 @@ def cache_lock(cache_dir: Path, name: str, what: str = "", note: Callable[[str],
             lock.acquire(timeout=WAIT_AT_MOST)
         except filelock.Timeout:
             raise _waited_too_long(name, sidecar) from None
-    try:
-        _write_note(sidecar, f"{os.getpid()}\n{time.time()}\n{what}\n")
+    with _held(lock, sidecar, what):
         yield
-    finally:
-        sidecar.unlink(missing_ok=True)
-        lock.release()

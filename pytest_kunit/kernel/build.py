@@ -17,6 +17,7 @@ from pathlib import Path
 from ..arch import Arch
 from ..errors import BuildError
 from ..host.cache import CacheWarning, write_atomically
+from ..host.cachelayout import BUILDS, CONFIGS, CacheLayout
 from ..host.locking import cache_lock
 from ..host.processes import group
 from ..kbuild.records import kconfig_inputs
@@ -30,6 +31,7 @@ from .tree import PreparedTree, changed_since
 from .wrapper import ccache_counts, hit_note, prepare
 
 STAMP = ".pytest-kunit-stamp"
+LOG = "build.log"
 RECORD = ".pytest-kunit-built.json"  # what a finished build was built from: reuse.py finds kernels that serve others
 SOURCES = ".pytest-kunit-sources"  # when the last build started reading the tree (ns), and what had changed just before
 RECENT = 1000  # changes in the second before a build started that it records (more: the next run builds again)
@@ -106,9 +108,12 @@ def completed_config(request: BuildRequest, progress: ProgressCallback | None = 
     `syncconfig` in a directory of its own in the cache, done again only when it would change (sharing.py compares
     it with a shared kernel's). Raises ConfigError as the build would."""
     fragment = full_fragment(request)
-    directory = request.cache_dir / "configs" / _build_key_digest(request.tree.key, request.arch.name, fragment.text())
-    with cache_lock(request.cache_dir, f"config-{directory.name}", f"completing a configuration in {directory}"):
+    layout = CacheLayout(request.cache_dir)
+    directory = layout.config_dir(_build_key_digest(request.tree.key, request.arch.name, fragment.text()))
+    lock = layout.lock_name(CONFIGS, directory.name)
+    with cache_lock(request.cache_dir, lock, f"completing a configuration in {directory}"):
         directory.mkdir(parents=True, exist_ok=True)
+        layout.mark_used(directory)
         if not _configured(request.tree.path, directory):
             if progress is not None:
                 progress.phase(f"completing a configuration in {directory} (no build)")
@@ -138,11 +143,8 @@ def _configured(tree: Path, build_dir: Path) -> bool:
 
 def build_dir_of(request: BuildRequest) -> Path:
     """Where the request is built: one directory per (tree, architecture, configuration)."""
-    return (
-        request.cache_dir
-        / "build"
-        / _build_key_digest(request.tree.key, request.arch.name, full_fragment(request).text())
-    )
+    key = _build_key_digest(request.tree.key, request.arch.name, full_fragment(request).text())
+    return CacheLayout(request.cache_dir).build_dir(key)
 
 
 @dataclass(frozen=True)
@@ -182,92 +184,137 @@ class BuildRecord:
 
 def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
     """Build once per (tree, config) however many processes ask; skip make entirely when nothing changed since."""
-    fragment = full_fragment(request)
     build_dir = build_dir_of(request)
-    build_key = build_dir.name
+    layout = CacheLayout(request.cache_dir)
     image = build_dir / request.arch.make.image
-    log = build_dir / "build.log"
-    stamp = _build_key_digest(build_key, request.extra_key)
     started = time.monotonic()
-    with cache_lock(request.cache_dir, f"build-{build_key}", f"building the kernel in {build_dir}", progress):
+    lock = layout.lock_name(BUILDS, build_dir.name)
+    with cache_lock(request.cache_dir, lock, f"building the kernel in {build_dir}", progress):
         build_dir.mkdir(parents=True, exist_ok=True)
-        stamp_file = build_dir / STAMP
-        recorded = stamp_file.read_text().split() if stamp_file.exists() else []
-        record = ImageRecord.parse(recorded[2:])
-        checked = _whole_image(image, request.arch.make.elf, record)
-        same_inputs = checked is not None and recorded[:1] == [stamp]
-        # Any tree may have been edited since its last build, the extracted packaged one as much as a checkout (the
-        # edit-build-test loop): it is current if this very run built it, or no file in it is newer than the start
-        # of its last build.
-        sources = build_dir / SOURCES
-        built_by_this_run = same_inputs and recorded[1:2] == [request.session]
+        layout.mark_used(build_dir)
+        before = _previous_build(request, build_dir, image)
         # Taken before the walk, so that what the walk misses moves a directory's time past the build's start.
-        linkable = request.arch.make.link_only and not built_by_this_run
+        linkable = request.arch.make.link_only and not before.built_by_this_run
         snapshot = linkonly.snapshot(request.tree.path, build_dir, os.environ) if linkable else {}
+        sources = build_dir / SOURCES
         look = (
-            None if built_by_this_run else _look(request.tree, stamp_file, sources if same_inputs else None, snapshot)
+            None
+            if before.built_by_this_run
+            else _look(request.tree, build_dir / STAMP, sources if before.same_inputs else None, snapshot)
         )
-        up_to_date = built_by_this_run or (look is not None and look.unchanged)
-        note = ""
+        up_to_date = before.built_by_this_run or (look is not None and look.unchanged)
+        checked, note = before.checked, ""
         if not up_to_date:
-            _check_tools(request.arch)
-            wrapping = prepare(request.wrapper, request.arch.make, build_dir, request.tree.path)
-            stamp_file.unlink(missing_ok=True)
-            log.write_text(
-                f"# pytest-kunit build of {request.tree.path} into {build_dir}\n# compiler: {wrapping.describe}\n"
-            )
-            make = Make(request.tree.path, build_dir, request.arch, request.jobs, log, os.environ | wrapping.env)
-            configured = _configured(request.tree.path, build_dir)
-            if configured:
-                check_fragment(
-                    fragment, (build_dir / ".config").read_text(), request.tree.path, request.arch.make.source_arch
-                )
-            else:
-                progress.phase(f"configuring kernel in {build_dir}")
-                _configure(request, make, fragment)
-            before = ccache_counts(wrapping)
-            edits = look.edits if look is not None else None
-            route = (
-                linkonly.plan(request.tree.path, build_dir, edits, look.link_only if look else {}, snapshot)
-                if configured
-                else linkonly.Plan((), "the configuration was completed again")  # what compiles, and how, may differ
-            )
-            done = linkonly.build(make, route, progress) if route.objects else linkonly.Built(route.reason)
-            if done.why:
-                full_make(make, progress, f"not link-only: {done.why}" if image.exists() else "")
-            else:
-                note = f"link-only: {len(route.objects)} object{'s' if len(route.objects) > 1 else ''} recompiled"
-                note += (
-                    ""
-                    if done.linked
-                    else f", as {image.name} holds {'them' if len(route.objects) > 1 else 'it'}: no link"
-                )
-            note = "; ".join(part for part in (note, hit_note(before, ccache_counts(wrapping))) if part)
-            if not image.exists():
-                raise BuildError(f"make succeeded but {image} is missing.", f"read the build log {log}.")
-            checked = check_image(image, request.arch.make.elf, None, previous=record)
-            if checked.problem:
-                raise BuildError(
-                    f"make built a damaged kernel image {image}: {checked.problem}.",
-                    f"read the build log {log}; delete the build directory {build_dir} to build it afresh.",
-                )
+            checked, note = _make_image(request, build_dir, image, look, snapshot, before.record, progress)
         assert checked is not None
-        if not up_to_date or checked.record != record:  # a new image, or one recorded less fully (older stamps)
-            write_atomically(stamp_file, f"{stamp}\n{request.session}\n{checked.record.lines()}")
-        if look is not None and not up_to_date:
-            write_atomically(sources, look.sources)
-        if not up_to_date or not (build_dir / RECORD).exists():
-            record_of = BuildRecord(
-                request.tree.key,
-                request.arch.name,
-                request.fragment.text(),
-                request.extra_key,
-                request.placed,
-                request.label,
-            )
-            write_atomically(build_dir / RECORD, record_of.text())
+        _record_build(request, build_dir, before, checked, look, rebuilt=not up_to_date)
         seconds = time.monotonic() - started
-        return BuildResult(image, checked.record.digest, build_dir, not up_to_date, seconds, log, note)
+        return BuildResult(image, checked.record.digest, build_dir, not up_to_date, seconds, build_dir / LOG, note)
+
+
+@dataclass(frozen=True)
+class _PreviousBuild:
+    """What the build directory says of its last build."""
+
+    stamp: str  # what the request's inputs give: the stamp's first line when they are the recorded build's
+    record: ImageRecord | None  # the image it recorded
+    checked: ImageCheck | None  # the image there now, if whole
+    same_inputs: bool  # the recorded build had the request's inputs, and its image is whole
+    built_by_this_run: bool  # ... and this very pytest run built it
+
+
+def _previous_build(request: BuildRequest, build_dir: Path, image: Path) -> _PreviousBuild:
+    stamp = _build_key_digest(build_dir.name, request.extra_key)
+    stamp_file = build_dir / STAMP
+    recorded = stamp_file.read_text().split() if stamp_file.exists() else []
+    record = ImageRecord.parse(recorded[2:])
+    checked = _whole_image(image, request.arch.make.elf, record)
+    same_inputs = checked is not None and recorded[:1] == [stamp]
+    # Any tree may have been edited since its last build, the extracted packaged one as much as a checkout (the
+    # edit-build-test loop): it is current if this very run built it, or no file in it is newer than the start of
+    # its last build.
+    built_by_this_run = same_inputs and recorded[1:2] == [request.session]
+    return _PreviousBuild(stamp, record, checked, same_inputs, built_by_this_run)
+
+
+def _make_image(
+    request: BuildRequest,
+    build_dir: Path,
+    image: Path,
+    look: _TreeLook | None,
+    snapshot: Mapping[str, object],
+    previous: ImageRecord | None,
+    progress: ProgressCallback,
+) -> tuple[ImageCheck, str]:
+    """Configure and make the image (link-only where that is enough), check it; the image's check and how it was
+    built, for the "built" line."""
+    _check_tools(request.arch)
+    wrapping = prepare(request.wrapper, request.arch.make, build_dir, request.tree.path)
+    (build_dir / STAMP).unlink(missing_ok=True)
+    log = build_dir / LOG
+    log.write_text(f"# pytest-kunit build of {request.tree.path} into {build_dir}\n# compiler: {wrapping.describe}\n")
+    make = Make(request.tree.path, build_dir, request.arch, request.jobs, log, os.environ | wrapping.env)
+    fragment = full_fragment(request)
+    configured = _configured(request.tree.path, build_dir)
+    if configured:
+        check_fragment(fragment, (build_dir / ".config").read_text(), request.tree.path, request.arch.make.source_arch)
+    else:
+        progress.phase(f"configuring kernel in {build_dir}")
+        _configure(request, make, fragment)
+    before = ccache_counts(wrapping)
+    edits = look.edits if look is not None else None
+    route = (
+        linkonly.plan(request.tree.path, build_dir, edits, look.link_only if look else {}, snapshot)
+        if configured
+        else linkonly.Plan((), "the configuration was completed again")  # what compiles, and how, may differ
+    )
+    done = linkonly.build(make, route, progress) if route.objects else linkonly.Built(route.reason)
+    note = ""
+    if done.why:
+        full_make(make, progress, f"not link-only: {done.why}" if image.exists() else "")
+    else:
+        note = _link_only_note(len(route.objects), done.linked, image.name)
+    note = "; ".join(part for part in (note, hit_note(before, ccache_counts(wrapping))) if part)
+    if not image.exists():
+        raise BuildError(f"make succeeded but {image} is missing.", f"read the build log {log}.")
+    checked = check_image(image, request.arch.make.elf, None, previous=previous)
+    if checked.problem:
+        raise BuildError(
+            f"make built a damaged kernel image {image}: {checked.problem}.",
+            f"read the build log {log}; delete the build directory {build_dir} to build it afresh.",
+        )
+    return checked, note
+
+
+def _link_only_note(objects: int, linked: bool, image_name: str) -> str:
+    note = f"link-only: {objects} object{'s' if objects > 1 else ''} recompiled"
+    return note if linked else note + f", as {image_name} holds {'them' if objects > 1 else 'it'}: no link"
+
+
+def _record_build(
+    request: BuildRequest,
+    build_dir: Path,
+    before: _PreviousBuild,
+    checked: ImageCheck,
+    look: _TreeLook | None,
+    rebuilt: bool,
+) -> None:
+    """Write what the build directory must say of this build: its stamp, when it started reading the tree, and what
+    it was built from."""
+    if rebuilt or checked.record != before.record:  # a new image, or one recorded less fully (older stamps)
+        write_atomically(build_dir / STAMP, f"{before.stamp}\n{request.session}\n{checked.record.lines()}")
+    if look is not None and rebuilt:
+        write_atomically(build_dir / SOURCES, look.sources)
+    if rebuilt or not (build_dir / RECORD).exists():
+        record_of = BuildRecord(
+            request.tree.key,
+            request.arch.name,
+            request.fragment.text(),
+            request.extra_key,
+            request.placed,
+            request.label,
+        )
+        write_atomically(build_dir / RECORD, record_of.text())
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import TreeError
+from ..host.cachelayout import SOURCES, CacheLayout
 from ..host.locking import cache_lock
 from ..host.processes import ToolTimeout, run_bounded
 from ..versions import PACKAGED_SOURCE, TreeFeatures, detect_features
@@ -308,6 +309,7 @@ def prepare(
     if not source.exists():
         raise _missing_source(source)
     patches = patch_files(patch_dirs)
+    layout = CacheLayout(cache_dir)
     series = [_tree_key_digest(patch_changes(patch.read_bytes())) for patch in patches]
 
     if source.is_dir():
@@ -319,17 +321,18 @@ def prepare(
         if not patches and not writable:
             return PreparedTree(source, _tree_key_digest("dir", str(source)), False, detect_features(source))
         key = _tree_key_digest("dir-copy", str(source), *series)
-        destination = cache_dir / "src" / key
-        with cache_lock(cache_dir, f"src-{key}", f"copying {source} and applying its patches", note):
+        destination = layout.source_tree(key)
+        with cache_lock(cache_dir, layout.lock_name(SOURCES, key), f"copying {source} and applying its patches", note):
             if note is not None:
                 note(f"copying {source} to {destination} and applying {len(patches)} patches")
             _copy_patched(source, destination, patches)
+            layout.mark_used(destination)
         return PreparedTree(destination, key, False, detect_features(destination))
 
     stat = source.stat()
     key = _tree_key_digest("tarball", str(source.resolve()), str(stat.st_size), str(stat.st_mtime_ns), *series)
-    destination = cache_dir / "src" / key
-    with cache_lock(cache_dir, f"src-{key}", f"extracting {source} and applying its patches", note):
+    destination = layout.source_tree(key)
+    with cache_lock(cache_dir, layout.lock_name(SOURCES, key), f"extracting {source} and applying its patches", note):
         if not (destination / READY_MARK).exists():
             shutil.rmtree(destination, ignore_errors=True)
             destination.parent.mkdir(parents=True, exist_ok=True)
@@ -346,4 +349,5 @@ def prepare(
                 shutil.rmtree(destination, ignore_errors=True)
                 raise
             (destination / READY_MARK).write_text("\n".join(patch.name for patch in patches) + "\n")
+        layout.mark_used(destination)
     return PreparedTree(destination, key, True, detect_features(destination))

@@ -11,7 +11,6 @@ import queue
 import threading
 import time
 import traceback
-import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,44 +20,24 @@ import execnet
 from ..errors import KunitError
 from ..findings.initramfs import initramfs
 from ..fragments.files import FragmentTable, fragment_name
-from ..host.cache import CaseList, case_list_data, case_list_from, load_case_list
+from ..host.cache import CaseList, cache_id, case_list_data, case_list_from, load_case_list
+from ..host.cachelayout import IMAGES, CacheLayout
 from ..host.locking import cache_lock
 from ..kbuild.case_locations import case_locations
 from ..kernel.image import ImageRecord, check_image, file_digest
 from ..model import BuildResult, Kernel
 from ..versions import TreeFeatures
-from .workers import workerinput
 
 if TYPE_CHECKING:
-    import pytest
-
     from ..arch import Arch
     from ..fragments.pipeline import SessionState
     from ..model import Stats
+    from .protocol import WorkerInput
 
-SERVICE_KEY = "kunit_service"  # workerinput: the channel to the controller's ImageService
-CACHE_ID_KEY = "kunit_cache_id"  # workerinput: the controller's cache identity
-FRAGMENTS_KEY = "kunit_fragments"  # workerinput: fragment_name -> the token to ask the controller for it by
 CHUNK = 1 << 20
 WAITING = "kunit-waiting"  # what the controller sends a worker whose request it has not answered yet
 HEARTBEAT = 30.0  # seconds between WAITING notes
 RECEIVE_TIMEOUT = 600.0  # seconds of silence after which a worker gives the controller up
-
-
-def cache_id(cache_dir: Path) -> str:
-    """The cache's identity, made once: processes that read the same one share a cache (one host, or one mount)."""
-    path = cache_dir / "cache-id"
-    if not path.exists():
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        scratch = cache_dir / f".cache-id.{uuid.uuid4().hex}"
-        scratch.write_text(uuid.uuid4().hex + "\n")
-        try:
-            os.link(scratch, path)  # whole or not at all, and the first process to make it wins
-        except FileExistsError:
-            pass
-        finally:
-            scratch.unlink()
-    return path.read_text().strip()
 
 
 @dataclass(frozen=True)
@@ -261,7 +240,7 @@ class ImageClient:
             )
         self.channel.send(("kernel", token))
         offer = Offer(**self._receive())
-        image = self.cache_dir / "images" / offer.image_digest / offer.image_name
+        image = CacheLayout(self.cache_dir).fetched_image_dir(offer.image_digest) / offer.image_name
         self.unfetched[offer.image_digest] = offer
         build = BuildResult(image, offer.image_digest, image.parent, False, 0.0, image.parent / "build.log")
         features = TreeFeatures(**offer.features)
@@ -282,10 +261,13 @@ class ImageClient:
             del self.unfetched[offer.image_digest]
 
     def _fetch(self, offer: Offer, arch: Arch) -> None:
-        directory = self.cache_dir / "images" / offer.image_digest
+        layout = CacheLayout(self.cache_dir)
+        directory = layout.fetched_image_dir(offer.image_digest)
         image = directory / offer.image_name
         record = ImageRecord(offer.image_digest, offer.size)
-        with cache_lock(self.cache_dir, f"image-{offer.image_digest}", "fetching a kernel image from the controller"):
+        lock = layout.lock_name(IMAGES, offer.image_digest)
+        with cache_lock(self.cache_dir, lock, "fetching a kernel image from the controller"):
+            layout.mark_used(directory)
             if image.exists() and not check_image(image, arch.make.elf, record).problem:
                 return
             directory.mkdir(parents=True, exist_ok=True)
@@ -312,10 +294,10 @@ class ImageClient:
         return tuple(self._receive())
 
 
-def worker_client(config: pytest.Config, cache_dir: Path, stats: Stats) -> ImageClient | None:
-    """The client of the controller's image service, on an xdist worker whose cache is not the controller's; None
-    elsewhere (a worker sharing the cache builds for itself, under the cache's locks, as `-n N` always has)."""
-    given = workerinput(config)
-    if given is None or SERVICE_KEY not in given or given.get(CACHE_ID_KEY) == cache_id(cache_dir):
+def worker_client(given: WorkerInput | None, cache_dir: Path, stats: Stats) -> ImageClient | None:
+    """The client of the controller's image service, on an xdist worker (`given` its input) whose cache is not the
+    controller's; None elsewhere (a worker sharing the cache builds for itself, under the cache's locks, as `-n N`
+    always has)."""
+    if given is None or given.cache_id == cache_id(cache_dir):
         return None
-    return ImageClient(given[SERVICE_KEY], given.get(FRAGMENTS_KEY, {}), cache_dir, stats)
+    return ImageClient(given.service, given.fragments, cache_dir, stats)

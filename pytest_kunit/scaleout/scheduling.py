@@ -10,15 +10,13 @@ from typing import Any
 import pytest
 from xdist.report import report_collection_diff
 
-from ..findings.coverage_report import COVERAGE_KEY
-from ..findings.sanitizer_verdicts import OUTSIDE_KEY
 from ..fragments.files import find_fragments
 from ..fragments.pipeline import STATE
 from ..guest.planning import case_from_nodeid, plan_batches
-from ..host.cache import load_durations
-from ..model import BuiltKernel, Durations
-from .image_service import CACHE_ID_KEY, FRAGMENTS_KEY, SERVICE_KEY, ImageService, cache_id
-from .workers import DURATIONS_KEY
+from ..host.cache import cache_id, load_durations
+from ..model import Durations
+from .image_service import ImageService
+from .protocol import ProtocolMismatch, WorkerInput, WorkerOutput
 
 # A worker is given more kunit work while fewer of its kunit cases than this are pending: a worker runs a test only
 # once the next one has arrived (or it was told to shut down), so one pending case is a worker waiting for work.
@@ -239,13 +237,16 @@ class KunitXdist:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput[DURATIONS_KEY] = self.durations
         # Every worker may use it: only one whose cache is not this one does (image_service.py).
         if self.images is None:
             self.images = ImageService(self.config.stash[STATE], find_fragments(self.config))
-        node.workerinput[SERVICE_KEY] = self.images.open_for(node)
-        node.workerinput[FRAGMENTS_KEY] = self.images.fragments.tokens
-        node.workerinput[CACHE_ID_KEY] = cache_id(self.config.stash[STATE].settings.cache_dir)
+        given = WorkerInput(
+            self.durations,
+            self.images.fragments.tokens,
+            cache_id(self.config.stash[STATE].settings.cache_dir),
+            self.images.open_for(node),
+        )
+        node.workerinput.update(given.to_dict())
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
@@ -258,16 +259,19 @@ class KunitXdist:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        output = getattr(node, "workeroutput", {})
+        try:
+            output = WorkerOutput.from_dict(getattr(node, "workeroutput", {}))
+        except ProtocolMismatch as error:
+            pytest.exit(error.render(), returncode=pytest.ExitCode.INTERNAL_ERROR)
+        if output is None:
+            return  # a worker that crashed hands back nothing
         state = self.config.stash[STATE]
-        if output.get("kunit_stats"):
-            state.stats.merge(output["kunit_stats"])
-        state.runner.outside.load(output.get(OUTSIDE_KEY, []))
-        state.runner.coverage_boots += output.get(COVERAGE_KEY, [])
-        for kernel, suites in output.get("kunit_suite_seconds", {}).items():
-            state.runner.suite_seconds.setdefault(kernel, {}).update(suites)
-        for fields in output.get("kunit_kernels", []):
-            kernel = BuiltKernel(**fields)
+        state.stats.merge(output.stats)
+        state.runner.outside.load(output.outside_reports)
+        state.runner.coverage_boots += output.coverage_boots
+        for kernel_key, suites in output.suite_seconds.items():
+            state.runner.suite_seconds.setdefault(kernel_key, {}).update(suites)
+        for kernel in output.kernels:
             known = state.kernels.get(kernel.key)
             if known is None or known.seconds is None:  # the worker that built it knows how long it took
                 state.kernels[kernel.key] = kernel

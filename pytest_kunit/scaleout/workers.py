@@ -1,5 +1,5 @@
 """Who this process is in an xdist run, learnt from `config.workerinput` (never from environment variables, which
-leak into a pytest session started inside a worker), and what the controller hands every worker."""
+leak into a pytest session started inside a worker) and xdist's own keys; pytest-kunit's are protocol.py's."""
 
 from __future__ import annotations
 
@@ -7,10 +7,6 @@ import uuid
 from typing import Any
 
 import pytest
-
-from ..model import Durations
-
-DURATIONS_KEY = "kunit_durations"
 
 
 def workerinput(config: pytest.Config) -> dict[str, Any] | None:
@@ -34,12 +30,3 @@ def run_id(config: pytest.Config) -> str:
     if given and given.get("testrunuid"):
         return str(given["testrunuid"])
     return uuid.uuid4().hex
-
-
-def worker_durations(config: pytest.Config) -> Durations | None:
-    """The stored suite durations the controller planned with, on a worker; None elsewhere."""
-    given = workerinput(config)
-    if given is None or DURATIONS_KEY not in given:
-        return None
-    durations: Durations = given[DURATIONS_KEY]
-    return durations

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_kunit.host.cache import cache_id
 from pytest_kunit.kernel.image import file_digest
-from pytest_kunit.scaleout.image_service import cache_id
 
 from .conftest import KUNITCONFIG, FakeKernel
 

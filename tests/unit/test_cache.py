@@ -12,7 +12,6 @@ from pytest_kunit.host.cache import (
     LIST_FORMAT,
     CacheWarning,
     CaseList,
-    case_list_path,
     load_case_list,
     load_durations,
     load_kvm_verdict,
@@ -21,6 +20,7 @@ from pytest_kunit.host.cache import (
     save_kvm_verdict,
     write_atomically,
 )
+from pytest_kunit.host.cachelayout import CacheLayout
 
 LISTING = CaseList((("example", "simple"), ("example", "failing")), {"simple": ("lib/kunit/x.c", 12)})
 DIGEST = "0123456789abcdef"
@@ -58,7 +58,7 @@ def damaged(**fields: object) -> bytes:
     ],
 )
 def test_a_damaged_case_list_is_discarded_with_a_note(tmp_path: Path, damage: bytes) -> None:
-    path = case_list_path(tmp_path, DIGEST)
+    path = CacheLayout(tmp_path).case_list(DIGEST)
     path.parent.mkdir(parents=True)
     path.write_bytes(damage)
     with pytest.warns(CacheWarning, match=r"^pytest-kunit: discarded the damaged cache file .*; it will be rebuilt$"):
@@ -70,7 +70,7 @@ def test_a_damaged_case_list_is_discarded_with_a_note(tmp_path: Path, damage: by
 
 
 def test_a_damaged_file_is_gone_even_when_warnings_are_errors(tmp_path: Path) -> None:
-    path = case_list_path(tmp_path, DIGEST)
+    path = CacheLayout(tmp_path).case_list(DIGEST)
     path.parent.mkdir(parents=True)
     path.write_text("not json")
     with warnings.catch_warnings():

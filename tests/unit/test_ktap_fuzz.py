@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_kunit.console import ktap, oops
+from pytest_kunit.console import ktap, ktap_results, oops
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 CONSOLES = [(DATA / path.name).read_text(errors="replace").splitlines() for path in sorted(DATA.glob("*.log"))]
@@ -145,8 +145,8 @@ def test_oracle_catches_a_pass_with_no_ok_line(monkeypatch: pytest.MonkeyPatch) 
     lines = ["KTAP version 1", "    # Subtest: s", "    ok 1 other", "    not ok 2 target", "ok 1 s"]
     assert passed_without_ok_line(lines) == []
     # A parser that turned every result into a pass must be caught, for cases and parameters alike.
-    real_status = ktap._status
-    monkeypatch.setattr(ktap, "_status", lambda ok, directive, diagnostics: real_status(True, None, ()))
+    real_verdict = ktap_results.verdict
+    monkeypatch.setattr(ktap_results, "verdict", lambda ok, directive, diagnostics: real_verdict(True, None, ()))
     assert [(r.suite, r.case) for r in passed_without_ok_line(lines) if isinstance(r, ktap.CaseResult)] == [
         ("s", "target")
     ]
