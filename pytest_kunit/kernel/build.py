@@ -11,7 +11,7 @@ import subprocess
 import time
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..arch import Arch
@@ -24,18 +24,17 @@ from ..kbuild.records import kconfig_inputs
 from ..model import BuildResult
 from ..options import Wrapper
 from . import linkonly
+from .freshness import TreeLook, look_at_tree
 from .image import ImageCheck, ImageRecord, check_image
 from .kconfig import Fragment, check_fragment, parse_fragment
 from .makerun import Make, ProgressCallback, full_make
-from .tree import PreparedTree, changed_since
+from .tree import PreparedTree
 from .wrapper import ccache_counts, hit_note, prepare
 
 STAMP = ".pytest-kunit-stamp"
 LOG = "build.log"
 RECORD = ".pytest-kunit-built.json"  # what a finished build was built from: reuse.py finds kernels that serve others
 SOURCES = ".pytest-kunit-sources"  # when the last build started reading the tree (ns), and what had changed just before
-RECENT = 1000  # changes in the second before a build started that it records (more: the next run builds again)
-LAG_NS = 1_000_000_000  # how far file times may lag this clock: a build vouches for changes after its start less this
 BUILD_TOOLS = ("make", "gcc", "flex", "bison", "bc")
 
 
@@ -200,7 +199,7 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
         look = (
             None
             if before.built_by_this_run
-            else _look(request.tree, build_dir / STAMP, sources if before.same_inputs else None, snapshot)
+            else look_at_tree(request.tree, build_dir / STAMP, sources if before.same_inputs else None, snapshot)
         )
         up_to_date = before.built_by_this_run or (look is not None and look.unchanged)
         checked, note = before.checked, ""
@@ -241,7 +240,7 @@ def _make_image(
     request: BuildRequest,
     build_dir: Path,
     image: Path,
-    look: _TreeLook | None,
+    look: TreeLook | None,
     snapshot: Mapping[str, object],
     previous: ImageRecord | None,
     progress: ProgressCallback,
@@ -296,7 +295,7 @@ def _record_build(
     build_dir: Path,
     before: _PreviousBuild,
     checked: ImageCheck,
-    look: _TreeLook | None,
+    look: TreeLook | None,
     rebuilt: bool,
 ) -> None:
     """Write what the build directory must say of this build: its stamp, when it started reading the tree, and what
@@ -315,54 +314,6 @@ def _record_build(
             request.label,
         )
         write_atomically(build_dir / RECORD, record_of.text())
-
-
-@dataclass(frozen=True)
-class _TreeLook:
-    unchanged: bool  # the tree is as it was when the recorded build started
-    sources: str  # SOURCES for a build starting now
-    edits: tuple[str, ...] | None = None  # what changed since the recorded build started (None: no build to compare)
-    link_only: Mapping[str, object] = field(default_factory=dict)  # what it recorded for link-only builds (snapshot)
-
-
-def _look(tree: PreparedTree, stamp: Path, sources: Path | None, snapshot: Mapping[str, object]) -> _TreeLook:
-    """One walk of the tree: whether it is as it was when the build recorded in `sources` (None: no build to compare
-    with) started, and what a build starting now records. File times come from a coarse clock that may lag this one:
-    a build vouches for what changed after a second before its start, as it is now (what the runner itself wrote
-    just before: patches, out-of-tree suites), so only later changes rebuild. The link-only build's `snapshot`, taken
-    just before, goes into the record too: the next build's plan compares with it."""
-    since = time.time_ns() - LAG_NS
-    before = _recorded(tree, stamp, sources) if sources is not None else None
-    # Whatever changed after the recorded build's start includes what changed in the last second: one walk sees both.
-    changed = changed_since(tree.path, since if before is None else min(since, before[0]))
-    recent = {path: mtime for path, mtime in (changed or {}).items() if mtime > since}
-    record = json.dumps({"since": since, "recent": recent if len(recent) <= RECENT else {}, "link_only": snapshot})
-    if sources is None or before is None or changed is None:
-        return _TreeLook(False, record)
-    # A recorded start later than this one's is a clock that went back: then nothing vouches for the tree.
-    if before[0] > since:
-        return _TreeLook(False, record)
-    edits = tuple(sorted(path for path, mtime in changed.items() if before[1].get(path) != mtime))
-    # A build recorded by its end (no start) may have missed edits made while it ran: only a walk can say.
-    return _TreeLook(not edits, record, edits if sources.exists() else None, before[2])
-
-
-def _recorded(tree: PreparedTree, stamp: Path, sources: Path) -> tuple[int, dict[str, int], dict[str, object]] | None:
-    """When the recorded build started reading the tree (ns), what had changed just before, and its link-only
-    snapshot (for an extracted tarball built before start times were recorded, when edits there went unbuilt: when
-    that build ended)."""
-    try:
-        recorded = json.loads(sources.read_text())
-    except (OSError, ValueError):
-        if not tree.extracted or not stamp.exists():
-            return None
-        return stamp.stat().st_mtime_ns, {}, {}
-    if isinstance(recorded, int):
-        return recorded, {}, {}
-    since, recent, snapshot = recorded.get("since"), recorded.get("recent"), recorded.get("link_only", {})
-    if not isinstance(since, int) or not isinstance(recent, dict) or not isinstance(snapshot, dict):
-        return None
-    return since, recent, snapshot
 
 
 def _whole_image(image: Path, elf: bool, recorded: ImageRecord | None) -> ImageCheck | None:
