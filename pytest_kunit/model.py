@@ -34,7 +34,7 @@ class Settings:
     isolate: Isolate
     reboot_after_crash: bool
     qemu: str | None
-    arch: str
+    arch: str  # the first of `arches`
     wrapper: Wrapper = Wrapper.AUTO
     sanitize: tuple[str, ...] = ()  # names from sanitizers.py, in its order
     kcidb: Path | None = None  # where to write the KCIDB report; None: no report
@@ -42,6 +42,13 @@ class Settings:
     coverage: Path | None = None  # where the coverage report goes; None: no coverage
     share_kernels: bool = False  # one union kernel per tree for the run's fragments (sharing.py)
     reuse_kernels: bool = True  # a kernel built before serves a fragment it provably covers (reuse.py)
+    arches: tuple[str, ...] = ()  # every architecture the run builds for (empty: `arch` alone)
+    arch_config: Path | None = None  # --kunit-arch-config: the user's own records
+
+    @property
+    def matrix(self) -> tuple[str, ...]:
+        """The architectures of a run over several, each case collected once per architecture; () for one."""
+        return self.arches if len(self.arches) > 1 else ()
 
 
 @dataclass(frozen=True)

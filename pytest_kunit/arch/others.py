@@ -1,6 +1,6 @@
-"""The other architectures Debian 12 has a cross compiler and a QEMU for: riscv64, s390 (s390x), m68k, alpha, sparc64, sh4,
-32-bit little-endian MIPS and 32-bit PA-RISC. Each as kunit.py's target where it has one (tools/testing/kunit/
-qemu_configs/); every firmware named ships in qemu-system-data."""
+"""The other architectures Debian 12 has a cross compiler and a QEMU for: riscv64, s390 (s390x), m68k, alpha,
+sparc64, sh4, 32-bit little-endian MIPS and 32-bit PA-RISC. Each as kunit.py's target where it has one
+(tools/testing/kunit/qemu_configs/); every firmware named ships in qemu-system-data."""
 
 from __future__ import annotations
 

@@ -65,7 +65,6 @@ class Arch:
             raise TypeError(f"Arch {self.name!r}: give exactly one of qemu= (a QEMU guest) and uml= (User Mode Linux)")
 
 
-
 # Every guest clock runs on the instruction count under TCG, kept near real time (shift=auto) and jumping over idle
 # time (sleep=off): no tick is lost when the host starves QEMU, so calibration and jiffies (which kunit.timeout
 # counts) do not depend on the host's load (docs/performance.md, "Guest time under host load"). KVM refuses it.
