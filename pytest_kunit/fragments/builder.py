@@ -15,6 +15,7 @@ from ..errors import ConfigError
 from ..findings import coverage, initramfs
 from ..findings.sanitizers import kconfig_lines as sanitizer_kconfig
 from ..findings.sanitizers import kernel_args as sanitizer_args
+from ..findings.sanitizers import unsupported as sanitizers_unsupported
 from ..guest.listing import list_cases
 from ..guest.runner import BootEdits, Runner
 from ..host.cache import CaseList, load_case_list, save_case_list
@@ -179,6 +180,15 @@ class KernelBuilder:
         suites = list({suite.name: suite for suite in map(suite_dir_for, (path, *together)) if suite}.values())
         choice = self.tree_choice(path)
         tree = self.tree(choice, writable=bool(suites))
+        arch = arch or self.arch
+        refused = sanitizers_unsupported(self.settings.sanitize, tree.path, arch.make.source_arch)
+        if refused:
+            names = ", ".join(name for name, _ in refused)
+            raise ConfigError(
+                f"--kunit-sanitize {names}: arch {arch.name} cannot have it: its Kconfig "
+                f"(arch/{arch.make.source_arch}/Kconfig) never selects {', '.join(symbol for _, symbol in refused)}.",
+                f"leave {names} out of --kunit-sanitize for arch {arch.name}.",
+            )
         placed = []
         for suite in suites:
             with cache_lock(self.settings.cache_dir, f"src-{tree.key}", f"placing {suite} into {tree.path}"):
@@ -187,7 +197,7 @@ class KernelBuilder:
         request = BuildRequest(
             tree,
             fragment,
-            arch or self.arch,
+            arch,
             self.settings.jobs,
             self.settings.cache_dir,
             # One suite's digest alone, as builds before shared out-of-tree suites recorded it.
