@@ -35,7 +35,7 @@ class Settings:
     isolate: Isolate
     reboot_after_crash: bool
     qemu: str | None
-    arch: str
+    arch: str  # the first of `arches`
     wrapper: Wrapper = Wrapper.AUTO
     sanitize: tuple[str, ...] = ()  # names from sanitizers.py, in its order
     kcidb: Path | None = None  # where to write the KCIDB report; None: no report
@@ -45,6 +45,13 @@ class Settings:
     reuse_kernels: bool = True  # a kernel built before serves a fragment it provably covers (reuse.py)
     cache_max_age: int = 30  # days a big cache entry may go unused before a run evicts it (0: never)
     cache_keep_consoles: int = 20  # runs whose consoles the cache keeps (0: all)
+    arches: tuple[str, ...] = ()  # every architecture the run builds for (empty: `arch` alone)
+    arch_config: Path | None = None  # --kunit-arch-config: the user's own records
+
+    @property
+    def matrix(self) -> tuple[str, ...]:
+        """The architectures of a run over several, each case collected once per architecture; () for one."""
+        return self.arches if len(self.arches) > 1 else ()
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,16 @@ OPTIONS = (
     ),
     Option(
         "kunit_arch",
-        "guest architecture: x86_64 (the default), arm64 (cross-built, QEMU's virt machine) or um (User Mode Linux)",
+        "guest architecture, or several comma-separated (each case collected once per architecture, its node id "
+        "naming it): x86_64 (the default), um (User Mode Linux), or a cross-built QEMU guest: i386, arm64, arm, "
+        "riscv64, powerpc64le, powerpc, s390, m68k, alpha, sparc64, sh4, mipsel, parisc; or one from "
+        "--kunit-arch-config",
+    ),
+    Option(
+        "kunit_arch_config",
+        "a TOML (or .json) file of your own architecture records, in the shape of pytest_kunit/arch/: a table per "
+        "architecture with kconfig, make and qemu (or uml); each is then a name --kunit-arch takes",
+        "path",
     ),
     Option(
         "kunit_coverage",

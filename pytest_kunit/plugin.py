@@ -50,8 +50,16 @@ def pytest_configure(config: pytest.Config) -> None:
     if not settings.is_enabled(config):
         return
     from .arch import ARCHES, Arch
+    from .arch.userfile import ArchFileError, load
 
     arches = dict(ARCHES)
+    user_file = settings.arch_config_path(config)
+    if user_file is not None:
+        try:
+            arches.update(load(user_file))
+        except ArchFileError as error:
+            source = settings.given(config, "kunit_arch_config")
+            raise pytest.UsageError(f"{source}: {error}") from None
     config.hook.pytest_kunit_add_arches(config=config, arches=arches)
     for name, arch in arches.items():
         if not isinstance(arch, Arch) or arch.name != name:
@@ -72,5 +80,5 @@ def pytest_configure(config: pytest.Config) -> None:
             if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is not value:
                 delattr(package, name)
     hooks = importlib.import_module(f"{__package__}.face.hooks")
-    hooks.start(config, resolved, arches[resolved.arch])
+    hooks.start(config, resolved, {name: arches[name] for name in resolved.arches})
     config.pluginmanager.register(hooks, "kunit-session")

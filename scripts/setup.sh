@@ -3,12 +3,12 @@
 # kernel source, the kernel build tools, and this package (editable). With --test, also what the plugin's own tests
 # need: the 6.12 source and both architectures for the real tier, and the test tools (hypothesis, mypy, ruff).
 # Safe to run again: it installs only what is missing.
-# Usage: scripts/setup.sh [--test] [--arch NAME]...   (NAME as --kunit-arch takes it; default x86_64)
+# Usage: scripts/setup.sh [--test] [--arch NAME[,NAME]...]...   (NAMEs as --kunit-arch takes them; default x86_64)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-    echo "usage: scripts/setup.sh [--test] [--arch NAME]... (NAME: $(arch_packages --names))" >&2
+    echo "usage: scripts/setup.sh [--test] [--arch NAME[,NAME]...]... (NAME: $(arch_packages --names))" >&2
     exit 2
 }
 
@@ -44,7 +44,8 @@ while (($#)); do
         ;;
     --arch)
         (($# > 1)) || usage
-        arches+=("$2")
+        IFS=, read -ra named <<<"$2"
+        arches+=("${named[@]}")
         shift
         ;;
     *) usage ;;

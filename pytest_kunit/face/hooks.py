@@ -12,6 +12,7 @@ import pytest
 
 from ..arch import Arch
 from ..errors import KunitError, KunitWarning
+from ..findings import initramfs
 from ..findings.coverage_report import gcovr_command, keep_counters, make_report
 from ..fragments.files import collects
 from ..fragments.pipeline import STATE, SessionState
@@ -25,21 +26,33 @@ from ..scaleout.image_service import worker_client
 from ..scaleout.protocol import WorkerOutput, received_input
 from ..scaleout.workers import is_worker, run_id, worker_count
 from .kcidb import REPORT_KEY, KcidbWriter, case_run
-from .nodes import MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
-from .report import junit_properties, junit_writer
+from .nodes import ARCH_PROPERTY, CASE_PROPERTY, MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
+from .report import junit_properties, junit_writer, split_verdicts
 from .settings import given
 
 
-def start(config: pytest.Config, settings: Settings, arch: Arch) -> None:
-    """Set the session up, and register the xdist scheduler where xdist runs (plugin.py registers this module)."""
+def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) -> None:
+    """Set the session up for `arches` (the run's, in --kunit-arch's order), and register the xdist scheduler where
+    xdist runs (plugin.py registers this module)."""
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
-    guest = launcher(arch)
-    for name in guest.unused_options:
-        source = given(config, name)
-        if source is not None:
-            note = f"pytest-kunit: {source} does not apply to arch {arch.name}, and is ignored: {guest.unused_why}"
-            config.issue_config_time_warning(KunitWarning(note), stacklevel=2)
+    for arch in arches.values():
+        guest = launcher(arch)
+        for name in guest.unused_options:
+            source = given(config, name)
+            if source is not None:
+                note = f"pytest-kunit: {source} does not apply to arch {arch.name}, and is ignored: {guest.unused_why}"
+                config.issue_config_time_warning(KunitWarning(note), stacklevel=2)
+    qemu_guests = [arch.name for arch in arches.values() if arch.qemu is not None]
+    if settings.qemu is not None and len(qemu_guests) > 1:
+        raise pytest.UsageError(
+            f"{given(config, 'kunit_qemu')} names one QEMU binary, which cannot boot {' and '.join(qemu_guests)} "
+            "both: leave it out (each architecture's own qemu-system-* is used), or run one architecture."
+        )
+    for arch in arches.values():
+        why = initramfs.unavailable(arch)
+        if settings.coverage is not None and why:
+            raise pytest.UsageError(f"--kunit-coverage cannot run on arch {arch.name}: {why}")
     if settings.coverage is not None:
         try:
             gcovr_command()  # before any build: a missing gcovr is known at once
@@ -49,7 +62,8 @@ def start(config: pytest.Config, settings: Settings, arch: Arch) -> None:
         trusted_cache_dir(settings.cache_dir)
     except KunitError as error:
         raise pytest.UsageError(error.render()) from None
-    state = config.stash[STATE] = SessionState(config, settings, arch, session=run_id(config))
+    first = next(iter(arches.values()))
+    state = config.stash[STATE] = SessionState(config, settings, first, arches=arches, session=run_id(config))
     try:
         handed = received_input(config)
     except KunitError as error:
@@ -85,7 +99,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     state = config.stash[STATE]
     settings = state.settings
     source = settings.kernel_src or "the kernel tree each fragment lies in, else the packaged tarball"
-    return f"kunit: kernel source {source}; arch {settings.arch}; cache {settings.cache_dir}"
+    return f"kunit: kernel source {source}; arch {','.join(state.arches)}; cache {settings.cache_dir}"
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -177,6 +191,13 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if config.option.verbose > 0:
         for number, kernel_filter in enumerate(stats.filters, 1):
             terminalreporter.write_line(f"boot {number}: {kernel_filter}")
+    if state.settings.matrix:
+        reports = [report for kind in ("passed", "failed", "error") for report in terminalreporter.stats.get(kind, [])]
+        split = split_verdicts(reports, ARCH_PROPERTY, CASE_PROPERTY)
+        if split:
+            terminalreporter.write_sep("-", "kunit: cases failing on some architectures only")
+            for line in split:
+                terminalreporter.write_line(line)
     for kernel, text in state.run_failures.items():
         terminalreporter.write_sep("=", f"kunit: the run failed: {kernel}: kernel reports outside any case", red=True)
         terminalreporter.write_line(text)

@@ -18,6 +18,7 @@ from .report import earlier_text, params_text, render_failure
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr  # a type only: pytest names it in Item.repr_failure's signature
 
+    from ..arch import Arch
     from ..findings.outcomes import Outcome
     from ..model import Kernel
 
@@ -35,7 +36,10 @@ SLOW_MARKER = "slow"
 MARKERS = (
     f"{SLOW_MARKER}: a kernel test case KUnit marks speed: slow or very_slow",
     "kunit_module(name): the kernel module a KUnit suite belongs to",
+    "kunit_arch(name): the architecture a kernel test case runs on (-m \"kunit_arch(name='arm64')\")",
 )
+ARCH_PROPERTY = "kunit_arch"  # a matrix run's case: its architecture (JUnit, the terminal summary)
+CASE_PROPERTY = "kunit_case"  # and the case it is on every architecture: fragment::suite::case
 
 
 def fragment_nodeid(config: pytest.Config, path: Path) -> str | None:
@@ -61,24 +65,48 @@ def _state(node: pytest.Item | pytest.Collector) -> SessionState:
     return node.config.stash[STATE]
 
 
-class KunitconfigFile(pytest.File):
-    """A kunitconfig fragment: building it gives one kernel, whose suites become collectors."""
+def _suites(parent: pytest.Collector, kernel: Kernel) -> Iterable[KunitSuite]:
+    """The suites of `kernel` (those of its fragment, in a shared kernel) as collectors under `parent`."""
+    suites: dict[str, list[str]] = {}
+    for suite, case in kernel.cases:
+        if kernel.suites is None or suite in kernel.suites:
+            suites.setdefault(suite, []).append(case)
+    for suite, cases in suites.items():
+        yield KunitSuite.from_parent(parent, name=suite, kernel=kernel, cases=cases)
 
-    def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
-        kernel = _state(self).kernel_for(self.path, self.nodeid)
-        suites: dict[str, list[str]] = {}
-        for suite, case in kernel.cases:
-            if kernel.suites is None or suite in kernel.suites:
-                suites.setdefault(suite, []).append(case)
-        for suite, cases in suites.items():
-            yield KunitSuite.from_parent(self, name=suite, kernel=kernel, cases=cases)
 
+class _ReportsKunitErrors(pytest.Collector):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, KunitError):
             return excinfo.value.render()
         if isinstance(excinfo.value, KunitWarning):
             return warning_as_error(excinfo.value)
         return super().repr_failure(excinfo)
+
+
+class KunitconfigFile(pytest.File, _ReportsKunitErrors):
+    """A kunitconfig fragment: building it gives one kernel, whose suites become collectors; in a run over several
+    architectures, one kernel per architecture, each under a collector named after it."""
+
+    def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
+        state = _state(self)
+        if not state.settings.matrix:
+            yield from _suites(self, state.kernel_for(self.path, self.nodeid))
+            return
+        for name in state.settings.matrix:
+            yield KunitArch.from_parent(self, name=name, arch=state.arches[name])
+
+
+class KunitArch(_ReportsKunitErrors):
+    """One architecture's kernel of a fragment (--kunit-arch with several): node id `<fragment>::<arch>`, the key of
+    its kernel; a build that fails fails this architecture's collection alone."""
+
+    def __init__(self, *, arch: Arch, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.arch = arch
+
+    def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
+        yield from _suites(self, _state(self).kernel_for(self.path, self.nodeid, self.arch))
 
 
 class KunitSuite(pytest.Collector):
@@ -105,6 +133,12 @@ class KunitCase(pytest.Item):
             self.add_marker(SLOW_MARKER)
         if "module" in self.attributes:
             self.add_marker(pytest.mark.kunit_module(self.attributes["module"]))
+        self.add_marker(pytest.mark.kunit_arch(name=kernel.arch.name))
+        if _state(self).settings.matrix:
+            fragment = self.getparent(KunitconfigFile)
+            assert fragment is not None
+            self.user_properties.append((ARCH_PROPERTY, kernel.arch.name))
+            self.user_properties.append((CASE_PROPERTY, f"{fragment.nodeid}::{suite}::{self.name}"))
         # Every attribute the kernel gave this case reaches JUnit's properties.
         self.user_properties.extend((f"kunit_{name}", value) for name, value in self.attributes.items())
 

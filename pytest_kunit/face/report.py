@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -98,3 +99,25 @@ def junit_writer(config: pytest.Config) -> Any | None:
 def registered_junit_writer(config: pytest.Config) -> Any | None:
     plugins = config.pluginmanager.get_plugins()
     return next((plugin for plugin in plugins if callable(getattr(plugin, "add_global_property", None))), None)
+
+
+def split_verdicts(reports: Iterable[Any], arch_key: str, case_key: str) -> list[str]:
+    """A matrix run's cases that failed on some architectures and passed on others, one line each: from each
+    report's user properties (set on the case node: its architecture, and the case it is on every architecture)."""
+    verdicts: dict[str, dict[str, bool]] = {}  # case -> arch -> failed
+    for report in reports:
+        properties = dict(getattr(report, "user_properties", ()))
+        if arch_key not in properties or case_key not in properties:
+            continue
+        failed = report.failed or (report.when == "setup" and report.outcome == "error")
+        passed = report.when == "call" and report.passed
+        if failed or passed:
+            on = verdicts.setdefault(str(properties[case_key]), {})
+            on[str(properties[arch_key])] = on.get(str(properties[arch_key]), False) or bool(failed)
+    lines = []
+    for case, on in verdicts.items():
+        failing = [arch for arch, failed in on.items() if failed]
+        passing = [arch for arch, failed in on.items() if not failed]
+        if failing and passing:
+            lines.append(f"{case}: failed on {', '.join(failing)}; passed on {', '.join(passing)}")
+    return lines

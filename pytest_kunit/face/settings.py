@@ -207,6 +207,20 @@ def _yes_no(value: Any) -> bool:
     return answer
 
 
+def _names(value: Any) -> tuple[str, ...]:
+    """A comma-separated list of names, each once, in the order given."""
+    names = [name.strip() for name in str(value).split(",")]
+    if not all(names):
+        raise ValueError
+    return tuple(dict.fromkeys(names))
+
+
+def arch_config_path(config: pytest.Config) -> Path | None:
+    """--kunit-arch-config's file, which must exist (read before the other settings: it adds architectures)."""
+    found: Path | None = _convert(config, "kunit_arch_config", None, _existing_path, "an existing file")
+    return found
+
+
 def _cache_default() -> Path:
     # The XDG base directory specification: a relative path is invalid and is ignored.
     xdg = os.environ.get("XDG_CACHE_HOME", "")
@@ -223,11 +237,12 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
 
         arches = ARCHES
     enabled, _ = _raw(config, "kunit")
-    arch = _convert(config, "kunit_arch", "x86_64", str, "a known architecture")
+    chosen = _convert(config, "kunit_arch", ("x86_64",), _names, "one architecture or a comma-separated list of them")
     max_age, keep_consoles = cache_bounds(config)
-    if arch not in arches:
+    unknown = [name for name in chosen if name not in arches]
+    if unknown:
         _, source = _raw(config, "kunit_arch")
-        raise pytest.UsageError(f"{source}: {arch!r} is not one of: {', '.join(sorted(arches))}")
+        raise pytest.UsageError(f"{source}: {unknown[0]!r} is not one of: {', '.join(sorted(arches))}")
     return Settings(
         enabled=bool(enabled),
         kernel_src=_convert(
@@ -254,7 +269,9 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         isolate=_convert(config, "kunit_isolate", Isolate.NONE, Isolate, "one of none, suite, case"),
         reboot_after_crash=bool(_raw(config, "kunit_reboot_after_crash")[0]),
         qemu=_convert(config, "kunit_qemu", None, str, "a program"),
-        arch=arch,
+        arch=chosen[0],
+        arches=chosen,
+        arch_config=arch_config_path(config),
         wrapper=_convert(config, "kunit_wrapper", Wrapper.AUTO, Wrapper, "one of auto, ccache, distcc, sccache, none"),
         sanitize=_convert(config, "kunit_sanitize", (), _sanitizers, "a comma-separated list of: " + _SANITIZER_NAMES),
         kcidb=_convert(config, "kunit_kcidb", None, _path, "a path"),

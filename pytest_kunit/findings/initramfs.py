@@ -9,11 +9,13 @@ reboots at once on a list boot (`kunit.action=`); QEMU's -no-reboot ends the gue
 from __future__ import annotations
 
 import binascii
+import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..arch import Arch
 from ..errors import KunitError, KunitWarning
 from ..host.cache import saved_initramfs
 from ..kernel.kconfig import read_dotconfig
@@ -108,11 +110,45 @@ class AfterKunit:
         return tuple(args)
 
 
-def kmemleak_scan(dotconfig: Path) -> bool:
-    """Whether the kernel whose .config this is gets kmemleak's final scan: it has kmemleak and what /init needs. A
-    kmemleak kernel without the latter runs with its periodic scans only (a warning says so)."""
+def _elf_machine(program: Path) -> int | None:
+    """An ELF file's e_machine (in the file's own byte order), or None for anything else."""
+    try:
+        with program.open("rb") as stream:
+            header = stream.read(20)
+    except OSError:
+        return None
+    if len(header) < 20 or header[:4] != b"\x7fELF" or header[5] not in (1, 2):
+        return None
+    return int.from_bytes(header[18:20], "little" if header[5] == 1 else "big")
+
+
+def unavailable(arch: Arch, busybox: Path = BUSYBOX) -> str:
+    """Why /init cannot run on `arch`'s guests, or "" if it can: it is the host's static busybox (or, before that is
+    installed, a program of the host's kind), which runs only on a guest of the same ELF machine."""
+    host = _elf_machine(busybox) or _elf_machine(Path(sys.executable))
+    if host is not None and host == arch.make.elf_machine:
+        return ""
+    return (
+        f"the guest's /init (kmemleak's final scan, GCOV's counters) is the host's static busybox ({busybox}), a "
+        f"program of another architecture than {arch.name}'s guests run"
+    )
+
+
+def kmemleak_scan(dotconfig: Path, arch: Arch | None = None) -> bool:
+    """Whether the kernel whose .config this is gets kmemleak's final scan: it has kmemleak and what /init needs, and
+    /init runs on `arch` (None: the host's kind). A kmemleak kernel without either runs with its periodic scans only
+    (a warning says so)."""
     values = read_dotconfig(dotconfig.read_text()) if dotconfig.is_file() else {}
     if values.get("CONFIG_DEBUG_KMEMLEAK") != "y":
+        return False
+    why = unavailable(arch) if arch is not None else ""
+    if why:
+        note = (
+            f"pytest-kunit: the kernel in {dotconfig.parent} has kmemleak, but no final scan at the end of each boot "
+            f"on arch {arch.name if arch else ''}: {why}. Leaks are reported only by kmemleak's own periodic scans, "
+            "the first one minute after boot."
+        )
+        warnings.warn(KunitWarning(note), stacklevel=2)
         return False
     missing = [line.split("=")[0] for line in KCONFIG if values.get(line.split("=")[0]) != "y"]
     if missing:

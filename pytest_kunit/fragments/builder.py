@@ -15,6 +15,7 @@ from ..errors import ConfigError
 from ..findings import coverage, initramfs
 from ..findings.sanitizers import kconfig_lines as sanitizer_kconfig
 from ..findings.sanitizers import kernel_args as sanitizer_args
+from ..findings.sanitizers import unsupported as sanitizers_unsupported
 from ..guest.listing import list_cases
 from ..guest.runner import BootEdits, Runner
 from ..host.cache import CaseList, load_case_list, save_case_list
@@ -55,7 +56,9 @@ class KernelBuilder:
 
     config: pytest.Config
     settings: Settings
-    arch: Arch  # settings.arch's record, from the table the pytest_kunit_add_arches hooks completed
+    arch: Arch  # the first of settings.arches's records, from the table the hooks and --kunit-arch-config completed
+    # Every architecture the run builds for (--kunit-arch x86_64,arm64): the cases of each collected once per arch.
+    arches: dict[str, Arch] = field(default_factory=dict)
     stats: Stats = field(default_factory=Stats)
     runner: Runner = field(init=False)
     _trees: dict[tuple[Path, tuple[Path, ...], bool], PreparedTree] = field(default_factory=dict)
@@ -64,6 +67,7 @@ class KernelBuilder:
 
     def __post_init__(self) -> None:
         sink = self._raw_sink() if self.settings.raw else None
+        self.arches = self.arches or {self.arch.name: self.arch}
         self.runner = Runner(self.settings, self.stats, sink, self._boot_edits(), self._announce, self.session)
 
     def _boot_edits(self) -> BootEdits:
@@ -78,10 +82,10 @@ class KernelBuilder:
 
         return BootEdits(kernel_args, qemu_command)
 
-    def _hook_kconfig(self, path: Path) -> Fragment:
-        """What the pytest_kunit_kconfig hooks add to the kernel built from `path`."""
+    def _hook_kconfig(self, path: Path, arch: Arch) -> Fragment:
+        """What the pytest_kunit_kconfig hooks add to the kernel built from `path` for `arch`."""
         lines: list[str] = []
-        for added in self.config.hook.pytest_kunit_kconfig(config=self.config, fragment=path, arch=self.arch):
+        for added in self.config.hook.pytest_kunit_kconfig(config=self.config, fragment=path, arch=arch):
             if added is None:
                 continue
             words = _lines(added)
@@ -138,14 +142,16 @@ class KernelBuilder:
             patches = default_patch_dirs() if source == versions.DEFAULT_TARBALL else ()
         return TreeChoice(source, patches, reason)
 
-    def describe(self, choice: TreeChoice) -> str:
+    def describe(self, choice: TreeChoice, arch: Arch | None = None) -> str:
+        """Which tree, which patches, why, for which architecture (all the run's, when `arch` is None)."""
         series = patch_series(choice.patch_dirs)
         count = len(series.patches)
         noun = "patch" if count == 1 else "patches"
         patches = f"{count} {noun} from {', '.join(map(str, choice.patch_dirs))}" if count else "no patches"
         if series.without_diff:
             patches += f" (left out, holding no diff: {', '.join(path.name for path in series.without_diff)})"
-        return f"kernel tree {choice.source} ({choice.reason}), {patches}, arch {self.settings.arch}"
+        arches = arch.name if arch is not None else ",".join(self.arches)
+        return f"kernel tree {choice.source} ({choice.reason}), {patches}, arch {arches}"
 
     def tree(self, choice: TreeChoice, writable: bool) -> PreparedTree:
         """The prepared tree, once per session; `writable` when out-of-tree suites must be placed into it."""
@@ -157,17 +163,30 @@ class KernelBuilder:
             Progress(self.config).done(self.describe(choice))
         return self._trees[key]
 
-    def fragment_for(self, path: Path) -> Fragment:
-        """What the kernel of `path` is built from besides the architecture's needs. The hooks' lines come last, so
-        they win (as kunit.py's --kconfig_add), and key the build like the rest."""
-        return read_fragment(path) + self._sanitizer_kconfig() + self._coverage_kconfig() + self._hook_kconfig(path)
+    def fragment_for(self, path: Path, arch: Arch | None = None) -> Fragment:
+        """What the kernel of `path` is built from for `arch` (default: the run's first) besides the architecture's
+        needs. The hooks' lines come last, so they win (as kunit.py's --kconfig_add), and key the build like the
+        rest."""
+        hooks = self._hook_kconfig(path, arch or self.arch)
+        return read_fragment(path) + self._sanitizer_kconfig() + self._coverage_kconfig() + hooks
 
-    def request(self, path: Path, fragment: Fragment, together: Sequence[Path] = ()) -> tuple[BuildRequest, TreeChoice]:
-        """How to build `fragment` on the tree `path` is built from, the out-of-tree suites of `path` and of the
-        fragments `together` with it in one kernel placed into it."""
+    def request(
+        self, path: Path, fragment: Fragment, together: Sequence[Path] = (), arch: Arch | None = None
+    ) -> tuple[BuildRequest, TreeChoice]:
+        """How to build `fragment` for `arch` (default: the run's first) on the tree `path` is built from, the
+        out-of-tree suites of `path` and of the fragments `together` with it in one kernel placed into it."""
         suites = list({suite.name: suite for suite in map(suite_dir_for, (path, *together)) if suite}.values())
         choice = self.tree_choice(path)
         tree = self.tree(choice, writable=bool(suites))
+        arch = arch or self.arch
+        refused = sanitizers_unsupported(self.settings.sanitize, tree.path, arch.make.source_arch)
+        if refused:
+            names = ", ".join(name for name, _ in refused)
+            raise ConfigError(
+                f"--kunit-sanitize {names}: arch {arch.name} cannot have it: its Kconfig "
+                f"(arch/{arch.make.source_arch}/Kconfig) never selects {', '.join(symbol for _, symbol in refused)}.",
+                f"leave {names} out of --kunit-sanitize for arch {arch.name}.",
+            )
         placed = []
         for suite in suites:
             with cache_lock(self.settings.cache_dir, f"src-{tree.key}", f"placing {suite} into {tree.path}"):
@@ -176,7 +195,7 @@ class KernelBuilder:
         request = BuildRequest(
             tree,
             fragment,
-            self.arch,
+            arch,
             self.settings.jobs,
             self.settings.cache_dir,
             # One suite's digest alone, as builds before shared out-of-tree suites recorded it.
@@ -197,7 +216,7 @@ class KernelBuilder:
             note = f"; {result.note}" if result.note else ""
             progress.done(f"built {name} in {result.seconds:.1f} s (log: {result.log}{note})")
         after = initramfs.AfterKunit(
-            kmemleak=initramfs.kmemleak_scan(result.build_dir / ".config"),
+            kmemleak=initramfs.kmemleak_scan(result.build_dir / ".config", request.arch),
             gcov=() if self.settings.coverage is not None else None,
         )
         initrd = initramfs.initramfs(self.settings.cache_dir, self._initramfs_why(after)) if after.wanted else None
@@ -205,15 +224,15 @@ class KernelBuilder:
         self.kernels[key] = BuiltKernel(
             key,
             request.tree.key,
-            self.describe(choice),
+            self.describe(choice, request.arch),
             patchset_hash(patch_series(choice.patch_dirs).patches),
             result.image_digest,
-            self.arch.name,
+            request.arch.name,
             full_fragment(request).text(),
             result.seconds if result.ran_make else None,
         )
         tree = request.tree
-        return Kernel(key, result, self.arch, tree.features, tree.path, cases=(), boot_args=boot_args, initrd=initrd)
+        return Kernel(key, result, request.arch, tree.features, tree.path, cases=(), boot_args=boot_args, initrd=initrd)
 
     def listing(self, kernel: Kernel, locations: dict[str, tuple[str, int]] | None = None) -> CaseList:
         """The image's cases (from a kunit.action=list boot) and their C locations (from its build, unless given),

@@ -39,24 +39,27 @@ class SessionState(KernelBuilder):
     # What failed the run while no case ran, per kernel (node id): the terminal summary's and JUnit's, not a test's.
     run_failures: dict[str, str] = field(default_factory=dict)
     pruned: str = ""  # what the cache's bounds removed at the session's end (cacheprune.py), for the summary
-    sharing: Sharing | None = None  # --kunit-share-kernels: which fragments share a kernel, and their suites
+    # --kunit-share-kernels: which fragments share a kernel, and their suites; one per architecture
+    sharing: dict[str, Sharing] = field(default_factory=dict)
     reuse: Reuse | None = None  # kernels built before that serve a fragment never built (--kunit-reuse-kernels)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.settings.share_kernels:
-            self.sharing = Sharing(self)
+            self.sharing = {name: Sharing(self, arch) for name, arch in self.arches.items()}
         if self.settings.reuse_kernels:
             self.reuse = Reuse(self)
 
-    def kernel_for(self, path: Path, key: str) -> Kernel:
-        """Build (at most once) and list the kernel a kunitconfig file describes; `key` is its node id. An xdist
-        worker that shares no cache with its controller gets the kernel from the controller instead."""
+    def kernel_for(self, path: Path, key: str, arch: Arch | None = None) -> Kernel:
+        """Build (at most once) and list the kernel a kunitconfig file describes for `arch` (default: the run's
+        first); `key` is the node id its suites are collected under. An xdist worker that shares no cache with its
+        controller gets the kernel from the controller instead."""
+        arch = arch or self.arch
         known: CaseList | None = None
         if self.remote is not None:
-            unlisted, known, locations = self.remote.kernel(path, key, self.config.rootpath, self.arch)
+            unlisted, known, locations = self.remote.kernel(path, key, self.config.rootpath, arch)
         else:
-            unlisted, locations = self.build_kernel(path, key), None
+            unlisted, locations = self.build_kernel(path, key, arch), None
         listing = known or self.listing(unlisted, locations)
         self.locations[key] = listing.locations
         # Only the counters of the directories the suites live in leave the guest.
@@ -64,14 +67,15 @@ class SessionState(KernelBuilder):
         boot_args = initramfs.with_gcov_dirs(unlisted.boot_args, dirs)
         return replace(unlisted, cases=listing.cases, attributes=listing.attributes, boot_args=boot_args)
 
-    def build_kernel(self, path: Path, key: str) -> Kernel:
-        """The kernel a kunitconfig file describes (or the kernel it shares, sharing.py), built at most once, its
-        cases not yet listed."""
-        if self.sharing is not None:
-            shared = self.sharing.kernel(path, key)
+    def build_kernel(self, path: Path, key: str, arch: Arch | None = None) -> Kernel:
+        """The kernel a kunitconfig file describes for `arch` (or the kernel it shares, sharing.py), built at most
+        once, its cases not yet listed."""
+        arch = arch or self.arch
+        if arch.name in self.sharing:
+            shared = self.sharing[arch.name].kernel(path, key)
             if shared is not None:
                 return shared
-        request, choice = self.request(path, self.fragment_for(path))
+        request, choice = self.request(path, self.fragment_for(path, arch), arch=arch)
         if self.reuse is not None and not build_dir_of(request).joinpath(RECORD).exists():
             served = self.reuse.kernel(path, key, request, choice)
             if served is not None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..arch import Arch
 from ..errors import BuildError, ConfigError
 from ..host.cache import load_shared_suites, save_shared_suites
 from ..host.progress import Progress
@@ -126,8 +127,9 @@ def superset(configs: Iterable[Mapping[str, str]]) -> str:
 class Sharing:
     """One session's shared kernels: which fragments share, each union built once, each member's own suites."""
 
-    def __init__(self, state: KernelBuilder) -> None:
+    def __init__(self, state: KernelBuilder, arch: Arch) -> None:
         self.state = state
+        self.arch = arch
         self._groups: dict[Path, Group] | None = None
         self._unions: dict[Group, Kernel | None] = {}
         self._fragments: dict[Path, Fragment] = {}
@@ -135,7 +137,7 @@ class Sharing:
     def _fragment(self, path: Path) -> Fragment:
         """A member's fragment, read (and its pytest_kunit_kconfig hooks called) once a session."""
         if path not in self._fragments:
-            self._fragments[path] = self.state.fragment_for(path)
+            self._fragments[path] = self.state.fragment_for(path, self.arch)
         return self._fragments[path]
 
     def kernel(self, path: Path, key: str) -> Kernel | None:
@@ -196,12 +198,16 @@ class Sharing:
         state, first = self.state, group.members[0]
         explicit = union_fragment(self._fragment(path) for path in group.members)
         progress = Progress(state.config)
-        completed = [completed_config(state.request(path, self._fragment(path))[0], progress) for path in group.members]
+        arch = self.arch
+        completed = [
+            completed_config(state.request(path, self._fragment(path), arch=arch)[0], progress)
+            for path in group.members
+        ]
         wanted = parse_fragment(superset(read_dotconfig(text) for text in completed), "the members' configurations")
         wanted = wanted + explicit
-        held = read_dotconfig(completed_config(state.request(first, wanted, group.members[1:])[0], progress))
+        held = read_dotconfig(completed_config(state.request(first, wanted, group.members[1:], arch)[0], progress))
         kept = Fragment(tuple(entry for entry in wanted.entries if held.get(entry.symbol, "n") == entry.value))
-        request, choice = state.request(first, kept, together=group.members[1:])
+        request, choice = state.request(first, kept, together=group.members[1:], arch=arch)
         return state.build_request(self._describe(group), key, request, choice)
 
     def _own_suites(self, path: Path, group: Group, union: Kernel) -> set[str] | None:
@@ -216,7 +222,7 @@ def own_suites(state: KernelBuilder, path: Path, kernel: Kernel, described: str)
     build_dir = kernel.build.build_dir
     shown = shown_path(path.resolve(), state.config.invocation_params.dir.resolve())
     try:
-        request, _ = state.request(path, state.fragment_for(path))
+        request, _ = state.request(path, state.fragment_for(path, kernel.arch), arch=kernel.arch)
         alone_text = completed_config(request)
         # Whatever changes either side's answer changes the image or the configuration completed alone.
         digest = hashlib.sha256(f"v3\0{kernel.build.image_digest}\0{alone_text}".encode()).hexdigest()[:16]

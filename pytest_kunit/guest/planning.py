@@ -7,7 +7,7 @@ suite durations the controller hands to workers), so the xdist scheduler and the
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..model import Attributes, CaseId
@@ -30,15 +30,22 @@ class PlannedCase:
     case: str
 
 
-def case_from_nodeid(nodeid: str) -> PlannedCase | None:
+def case_from_nodeid(nodeid: str, matrix: Collection[str] = ()) -> PlannedCase | None:
     """A kunit case from its node id, for the xdist controller, which is given node ids and never items.
 
     pytest-kunit builds every case's node id as `<fragment node id>::<suite>::<case>`, where the fragment's node id
-    ends in `kunitconfig`; every other process takes these fields from the items themselves.
+    ends in `kunitconfig`; in a run over several architectures (`matrix`, the run's own names) as
+    `<fragment node id>::<arch>::<suite>::<case>`, whose kernel is `<fragment node id>::<arch>`. Every other process
+    takes these fields from the items themselves.
     """
     fragment, _, rest = nodeid.partition("::")
+    if matrix:
+        arch, _, rest = rest.partition("::")
+        if arch not in matrix:
+            return None
+        fragment = f"{fragment}::{arch}"
     suite, _, case = rest.partition("::")
-    if not fragment.endswith(FRAGMENT_SUFFIX) or not suite or not case or "::" in case:
+    if not fragment.partition("::")[0].endswith(FRAGMENT_SUFFIX) or not suite or not case or "::" in case:
         return None
     return PlannedCase(nodeid, fragment, suite, case)
 

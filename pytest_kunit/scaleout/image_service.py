@@ -146,18 +146,19 @@ class ImageService:
 
     def _answer(self, channel: Any, message: Any) -> None:
         kind = message[0] if isinstance(message, tuple | list) and message else None
-        if kind == "kernel" and len(message) == 2:
-            token = message[1]
+        if kind == "kernel" and len(message) == 3:
+            token, arch = message[1], self.state.arches.get(message[2]) if isinstance(message[2], str) else None
             path = self.fragments.path(token)
-            if path is None:
-                channel.send(_refusal("it names no fragment this controller collected"))
+            if path is None or arch is None:
+                channel.send(_refusal("it names no fragment or architecture this controller collected"))
                 return
-            if token not in self.offers:
+            offered = f"{token}:{arch.name}"
+            if offered not in self.offers:
                 try:
-                    self.offers[token] = self._offer(path, token)
+                    self.offers[offered] = self._offer(path, token, arch)
                 except KunitError as error:
-                    self.offers[token] = _failure(error)  # each worker hears it; the build is not tried again
-            channel.send(self.offers[token])
+                    self.offers[offered] = _failure(error)  # each worker hears it; the build is not tried again
+            channel.send(self.offers[offered])
         elif kind == "image" and len(message) == 2 and message[1] in self.kernels:
             image = self.kernels[message[1]].build.image
             with image.open("rb") as stream:
@@ -170,9 +171,11 @@ class ImageService:
         else:
             channel.send(_refusal("it asks for nothing this controller offered"))
 
-    def _offer(self, path: Path, token: str) -> dict[str, Any]:
+    def _offer(self, path: Path, token: str, arch: Arch) -> dict[str, Any]:
         key = fragment_name(self.state.config.rootpath, path)
-        kernel = self.state.build_kernel(path, key)
+        if self.state.settings.matrix:
+            key = f"{key}::{arch.name}"  # as the workers' node ids key it
+        kernel = self.state.build_kernel(path, key, arch)
         digest = kernel.build.image_digest
         self.kernels[digest] = kernel
         image = kernel.build.image
@@ -238,7 +241,7 @@ class ImageClient:
                 "start pytest on the controller in a checkout of the same project the workers run in, with the same "
                 "arguments: each fragment must lie at the same place under the rootdir on both sides.",
             )
-        self.channel.send(("kernel", token))
+        self.channel.send(("kernel", token, arch.name))
         offer = Offer(**self._receive())
         image = CacheLayout(self.cache_dir).fetched_image_dir(offer.image_digest) / offer.image_name
         self.unfetched[offer.image_digest] = offer

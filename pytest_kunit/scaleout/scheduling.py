@@ -67,6 +67,7 @@ class KunitScheduling:
         self.log = log
         self.inner = inner
         self.durations = durations
+        self.matrix = config.stash[STATE].settings.matrix  # the architectures of a run over several
         self.workers: dict[Any, _Worker] = {}
         self.pending: dict[Any, list[int]] = {}  # every index sent to a worker and not yet done, in the order sent
         self.collections: dict[Any, list[str]] = {}
@@ -110,7 +111,9 @@ class KunitScheduling:
         if not self.collections:
             self.collection = list(collection)
             self.index = {nodeid: index for index, nodeid in enumerate(collection)}
-            self.ours = {index for index, nodeid in enumerate(collection) if case_from_nodeid(nodeid) is not None}
+            self.ours = {
+                index for index, nodeid in enumerate(collection) if case_from_nodeid(nodeid, self.matrix) is not None
+            }
             self.ordinary = [index for index in range(len(collection)) if index not in self.ours]
             self.inner_index = {index: position for position, index in enumerate(self.ordinary)}
         elif list(collection) != self.collection and self.planned:
@@ -118,7 +121,7 @@ class KunitScheduling:
             self.log(report_collection_diff(self.collection, collection, self._first_id(), node.gateway.id))
             return
         self.collections[node] = list(collection)
-        others = [nodeid for nodeid in collection if case_from_nodeid(nodeid) is None]
+        others = [nodeid for nodeid in collection if case_from_nodeid(nodeid, self.matrix) is None]
         self.inner.add_node_collection(self.workers[node], others)
 
     def schedule(self) -> None:
@@ -202,7 +205,8 @@ class KunitScheduling:
 
     def _plan(self) -> list[list[int]]:
         """The batches, in the order of their first case; each the collection indices of its cases."""
-        cases = [case for case in map(case_from_nodeid, self.collection) if case is not None]
+        found = (case_from_nodeid(nodeid, self.matrix) for nodeid in self.collection)
+        cases = [case for case in found if case is not None]
         plan = plan_batches(cases, len(self.workers), self.config.stash[STATE].settings.isolate, self.durations)
         batches: dict[str, list[int]] = {}
         for index in sorted(self.ours):

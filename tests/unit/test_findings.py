@@ -230,3 +230,19 @@ def test_a_decoded_report_is_shown_once() -> None:
         report.lines[1]
         == "BUG: KASAN: slab-out-of-bounds in sanitize_kmalloc_overflow (pytest-kunit/sanitize/sanitize-test.c:19)"
     )
+
+
+def test_a_sanitizer_the_arch_kconfig_never_selects_is_refused(tmp_path: Path) -> None:
+    from pytest_kunit.findings.sanitizers import unsupported
+
+    (tmp_path / "arch/x86").mkdir(parents=True)
+    (tmp_path / "arch/x86/Kconfig").write_text("config X86\n\tselect HAVE_ARCH_KASAN\t\t\tif X86_64\n")
+    (tmp_path / "arch/alpha").mkdir(parents=True)
+    (tmp_path / "arch/alpha/Kconfig").write_text("config ALPHA\n\tselect HAVE_ARCH_KASAN_VMALLOC\n")
+    # A conditional select is Kconfig's to judge (it names HAVE_ARCH_KASAN when it drops KASAN).
+    assert unsupported(["kasan", "ubsan"], tmp_path, "x86") == []
+    assert unsupported(["kasan", "ubsan", "kcsan"], tmp_path, "alpha") == [
+        ("kasan", "HAVE_ARCH_KASAN"),
+        ("kcsan", "HAVE_ARCH_KCSAN"),
+    ]
+    assert unsupported(["kasan"], tmp_path, "m68k") == []  # no such Kconfig: nothing to read

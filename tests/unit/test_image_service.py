@@ -12,6 +12,7 @@ from typing import Any, cast
 import execnet
 import pytest
 
+from pytest_kunit.arch import ARCHES
 from pytest_kunit.errors import KunitError
 from pytest_kunit.fragments.files import FragmentTable
 from pytest_kunit.fragments.pipeline import SessionState
@@ -42,6 +43,9 @@ class FakeChannel:
             raise execnet.TimeoutError(f"no item after {timeout} seconds") from None
 
 
+ARM64 = ARCHES["arm64"]
+
+
 def kernel_at(image: Path) -> Kernel:
     build = BuildResult(image, "d1gest", image.parent, False, 0.0, image.parent / "build.log")
     features = TreeFeatures(filter_list=True, case_timeout=True)
@@ -57,7 +61,9 @@ def service(tmp_path: Path) -> ImageService:
     def build_kernel(path: Path, key: str) -> Kernel:
         raise AssertionError(f"a hostile request made the controller build {path}")
 
-    state = SimpleNamespace(config=SimpleNamespace(rootpath=tmp_path), build_kernel=build_kernel)
+    state = SimpleNamespace(
+        config=SimpleNamespace(rootpath=tmp_path), build_kernel=build_kernel, arches={"x86_64": ARCHES["x86_64"]}
+    )
     table = FragmentTable({"fragment-0": tmp_path / "kunit.kunitconfig"}, {"kunit.kunitconfig": "fragment-0"})
     return ImageService(cast(SessionState, state), table)
 
@@ -69,6 +75,11 @@ HOSTILE = [
     ("kernel", "other.kunitconfig"),
     ("kernel", "fragment-7"),
     ("kernel", ["fragment-0"]),
+    ("kernel", "fragment-0"),  # a fragment without its architecture
+    ("kernel", "fragment-0", "no-such-arch"),  # an architecture the run does not build
+    ("kernel", "fragment-0", ["x86_64"]),
+    ("kernel", "../secret.txt", "x86_64"),
+    ("kernel", "SECRET_PATH", "x86_64"),
     ("image", "0" * 64),
     ("image", "SECRET_PATH"),
     ("decode", "0" * 64, ["RIP: 0010:x"]),
@@ -131,8 +142,8 @@ def test_a_worker_asks_by_token_and_never_for_a_fragment_the_controller_did_not_
     (tmp_path / "mine.kunitconfig").write_text("CONFIG_KUNIT=y\n")
     channel = FakeChannel({"error": "stop here", "remedy": "", "detail": ""})
     with pytest.raises(KunitError, match="stop here"):
-        client(channel, tmp_path).kernel(tmp_path / "kunit.kunitconfig", "kunit.kunitconfig", tmp_path, cast(Any, None))
-    assert channel.sent == [("kernel", "fragment-0")]
+        client(channel, tmp_path).kernel(tmp_path / "kunit.kunitconfig", "kunit.kunitconfig", tmp_path, ARM64)
+    assert channel.sent == [("kernel", "fragment-0", "arm64")]
     with pytest.raises(KunitError, match=r"did not find the fragment mine\.kunitconfig"):
-        client(channel, tmp_path).kernel(tmp_path / "mine.kunitconfig", "mine.kunitconfig", tmp_path, cast(Any, None))
+        client(channel, tmp_path).kernel(tmp_path / "mine.kunitconfig", "mine.kunitconfig", tmp_path, ARM64)
     assert len(channel.sent) == 1

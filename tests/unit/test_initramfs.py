@@ -77,3 +77,21 @@ def test_a_boot_whose_final_scan_never_ended_is_an_error_of_the_run() -> None:
     assert initramfs.unfinished_scan("k.kunitconfig", args[:1], console, "", Path("/c.log")) is None  # no scan asked
     ended = initramfs.unfinished_scan("k.kunitconfig", args, console[:2], "", Path("/c.log"))
     assert ended is not None and "then the guest's console ended there." in ended.render()
+
+
+def _elf(path: Path, machine: int) -> Path:
+    path.write_bytes(
+        b"\x7fELF" + bytes([2, 1, 1]) + bytes(9) + (2).to_bytes(2, "little") + machine.to_bytes(2, "little")
+    )
+    return path
+
+
+def test_init_runs_only_on_a_guest_of_the_busybox_s_own_machine(tmp_path: Path) -> None:
+    from pytest_kunit.arch import ARCHES
+
+    busybox = _elf(tmp_path / "busybox", 62)  # x86-64
+    assert initramfs.unavailable(ARCHES["x86_64"], busybox) == ""
+    assert initramfs.unavailable(ARCHES["um"], busybox) == ""  # a host program
+    for name in ("arm64", "i386", "riscv64"):
+        assert "a program of another architecture" in initramfs.unavailable(ARCHES[name], busybox)
+    assert initramfs.unavailable(ARCHES["arm64"], _elf(tmp_path / "arm-busybox", 183)) == ""

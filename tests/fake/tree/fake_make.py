@@ -21,8 +21,30 @@ from pathlib import Path
 from typing import Any
 
 TREE = Path(__file__).resolve().parent
-# make target -> the file holding the guest spec (UML's `linux` is a program beside it: see main)
-IMAGES = {"vmlinux": "vmlinux", "Image": "arch/arm64/boot/Image", "linux": "vmlinux"}
+# (ARCH, make target) -> where Kbuild leaves that image, holding the guest spec (UML's `linux` is a program beside
+# vmlinux: see main); the target vmlinux is vmlinux on every ARCH
+BOOT_IMAGES = {
+    ("arm64", "Image"): "arch/arm64/boot/Image",
+    ("arm", "zImage"): "arch/arm/boot/zImage",
+    ("riscv", "Image"): "arch/riscv/boot/Image",
+    ("s390", "bzImage"): "arch/s390/boot/bzImage",
+    ("alpha", "boot"): "arch/alpha/boot/vmlinux",
+    ("sparc64", "image"): "arch/sparc/boot/image",
+    ("sh", "zImage"): "arch/sh/boot/zImage",
+    ("um", "linux"): "vmlinux",
+}
+IMAGE_TARGETS = {"vmlinux"} | {target for _, target in BOOT_IMAGES}
+
+
+def image_path(target: str) -> str:
+    arch = os.environ.get("ARCH", "x86_64")
+    if target == "vmlinux":
+        return "vmlinux"
+    if (arch, target) not in BOOT_IMAGES:
+        raise SystemExit(f"make[1]: *** No rule to make target '{target}' for ARCH={arch}.  Stop.")
+    return BOOT_IMAGES[(arch, target)]
+
+
 COMPILED = ("lib/kunit/kunit-example-test.c",)  # sources of vmlinux compiled into objects of their own
 _OUTCOME = re.compile(r"^// fake-outcome: (\w+) (\w+)$", re.MULTILINE)
 
@@ -218,7 +240,7 @@ def main(target: str, build_dir: str) -> int:
             (out / "include/config/auto.conf").write_text(dotconfig.read_text())
             listed = "".join(f"\t{name} \\\n" for name in kconfig_files(TREE / "Kconfig"))
             (out / "include/config/auto.conf.cmd").write_text(f"deps_config := \\\n{listed}\n")
-    elif target in IMAGES:
+    elif target in IMAGE_TARGETS:
         # The compiler, by name from make's PATH, as Kbuild runs it (a compiler wrapper's script, if there is one).
         subprocess.run(["gcc", "-E", "-x", "c", os.devnull, "-o", os.devnull], capture_output=True, check=False)
         print("  CC      lib/kunit/test.o", flush=True)
@@ -230,7 +252,7 @@ def main(target: str, build_dir: str) -> int:
             (out / "hanging").touch()  # said all it will say: from here on only a signal ends it
             time.sleep(3600)
         print("  LD      vmlinux", flush=True)
-        image = out / IMAGES[target]
+        image = out / image_path(target)
         image.parent.mkdir(parents=True, exist_ok=True)
         spec = json.loads((TREE / "guest.json").read_text())
         # A suite with a "config" is compiled in only when its symbol is enabled, as obj-$(CONFIG_X) makes it.

@@ -1,0 +1,72 @@
+"""The shape of an architecture record: one frozen record each, split by who reads it (make, Kconfig, QEMU or the
+host)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MakeSettings:
+    """What `make` needs to build a bootable image."""
+
+    arch: str  # ARCH=
+    source_arch: str  # the directory under arch/ (SRCARCH), where the arch's tiny.config and defconfigs live
+    target: str
+    image: str  # relative to the build directory
+    cross_compile: str = ""  # CROSS_COMPILE= prefix, also of the binutils that decode crash reports; "" if native
+    compiler_package: str = ""  # the Debian package of a cross compiler, named when it is missing
+    # The ELF machine (e_machine) of the guest's programs: an initramfs's /init must be one (initramfs.py). 0: none
+    # known, so no host program runs there.
+    elf_machine: int = 0
+    elf: bool = False  # the image is an ELF file (vmlinux), checked as one before it is booted
+    # After an edit to sources of vmlinux alone, compile those and link the image again without Kbuild's tree walk
+    # (linkonly.py): only where the image is vmlinux's own link (arm64's Image needs an objcopy after it, UML's
+    # linux a link of its own).
+    link_only: bool = False
+
+    @property
+    def compiler(self) -> str:
+        """The C compiler Kbuild runs for the kernel itself: $(CROSS_COMPILE)gcc."""
+        return f"{self.cross_compile}gcc"
+
+
+@dataclass(frozen=True)
+class QemuSettings:
+    """What QEMU needs to boot that image with its console on stdio."""
+
+    binary: str
+    package: str  # the Debian package that provides `binary`
+    args: tuple[str, ...]
+    kernel_args: tuple[str, ...]
+    tcg_args: tuple[str, ...] = ()  # only under TCG (KVM refuses them)
+
+
+@dataclass(frozen=True)
+class UmlSettings:
+    """What running a User Mode Linux kernel needs: the built binary is run directly, as a host program, with its
+    console on stdio."""
+
+    kernel_args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Arch:
+    """One architecture: its guests boot under QEMU (`qemu`) or run as host programs (`uml`), never both."""
+
+    name: str
+    make: MakeSettings
+    kconfig: tuple[str, ...]  # symbols every guest of this architecture needs (serial console, boot entry)
+    qemu: QemuSettings | None = None
+    uml: UmlSettings | None = None
+
+    def __post_init__(self) -> None:
+        if (self.qemu is None) == (self.uml is None):
+            raise TypeError(f"Arch {self.name!r}: give exactly one of qemu= (a QEMU guest) and uml= (User Mode Linux)")
+
+
+# Every guest clock runs on the instruction count under TCG, kept near real time (shift=auto) and jumping over idle
+# time (sleep=off): no tick is lost when the host starves QEMU, so calibration and jiffies (which kunit.timeout
+# counts) do not depend on the host's load (docs/performance.md, "Guest time under host load"). KVM refuses it.
+ICOUNT = ("-icount", "shift=auto,sleep=off")
+SERIAL = ("-serial", "stdio")  # the guest's first serial port is the console pytest-kunit reads
