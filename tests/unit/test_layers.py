@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pytest_kunit"
 
 # Lowest first: a module may import from its own stage and from any stage before it, never from one after it.
 STAGES = (
-    "ground",  # the root's model.py, errors.py, options.py, versions.py, arch/ (the records): what all stages share
+    "ground",  # the root's model.py, errors.py, options.py, versions.py, arch/ (the records): shared by all
     "host",
     "kbuild",
     "kernel",
