@@ -42,6 +42,15 @@ class Settings:
     coverage: Path | None = None  # where the coverage report goes; None: no coverage
     share_kernels: bool = False  # one union kernel per tree for the run's fragments (sharing.py)
     reuse_kernels: bool = True  # a kernel built before serves a fragment it provably covers (reuse.py)
+    kconfig_add: tuple[str, ...] = ()  # kunitconfig lines added to every fragment (checked: they parse)
+    make_options: tuple[str, ...] = ()  # more words for every make run of a build
+    kernel_args: tuple[str, ...] = ()  # more words for every boot's kernel command line, after ours
+    qemu_args: tuple[str, ...] = ()  # more words for every QEMU command, after ours
+    cross_compile: str | None = None  # the CROSS_COMPILE prefix instead of the architecture's; None: its own
+    replay: Path | None = None  # a saved console read instead of building and booting; STDIN: read from stdin
+
+
+STDIN = Path("-")  # --kunit-replay -
 
 
 @dataclass(frozen=True)

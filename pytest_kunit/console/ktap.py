@@ -135,6 +135,8 @@ class Unfinished:
 
     suite: str
     log: tuple[str, ...]
+    planned: int | None = None  # how many tests the suite's plan line announced, if it printed one
+    reported: int = 0  # how many of them had a result line
 
 
 Event = KtapStarted | SuiteStarted | SuiteFinished | CaseResult | Listed | Unread | Unfinished
@@ -304,7 +306,7 @@ class KtapParser:
         if len(self._stack) >= 2:
             suite = self._stack[1]
             log = [line for group in self._stack[1:] for line in group.pending]
-            events.append(Unfinished(suite.name or "", tuple(log)))
+            events.append(Unfinished(suite.name or "", tuple(log), suite.planned, suite.results))
         self._stack.clear()
         return events
 
