@@ -232,8 +232,17 @@ def _make_options(config: pytest.Config) -> tuple[str, ...]:
     return words
 
 
+# A kernel command-line word, as the kernel's next_arg() reads it: up to whitespace outside double quotes, which stay.
+_KERNEL_WORD = re.compile(r'(?:[^\s"]+|"[^"]*")+')
+
+
 def _kernel_args(config: pytest.Config) -> tuple[str, ...]:
-    words, source = _words(config, "kunit_kernel_args")
+    """--kunit-kernel-args' words, split as the kernel splits its command line (quotes kept: `x="a b"` is one)."""
+    value, source = _raw(config, "kunit_kernel_args")
+    text = "" if value is None else str(value)
+    if text.count('"') % 2:
+        raise pytest.UsageError(f"{source}: {text!r} has an unclosed double quote")
+    words = tuple(_KERNEL_WORD.findall(text))
     for word in words:
         if word.split("=", 1)[0] in _OWN_KERNEL_ARGS:
             raise pytest.UsageError(
