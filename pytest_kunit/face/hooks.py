@@ -61,9 +61,6 @@ def start(config: pytest.Config, settings: Settings, arch: Arch) -> None:
     except KunitError as error:
         raise pytest.UsageError(error.render()) from None
     state = config.stash[STATE] = SessionState(config, settings, arch, session=run_id(config))
-    if settings.replay is not None:
-        _start_replay(config, state)
-        return
     client = worker_client(config, settings.cache_dir, state.stats)
     if client is not None:
         state.remote = client
@@ -71,6 +68,9 @@ def start(config: pytest.Config, settings: Settings, arch: Arch) -> None:
         state.runner.obtain = client.obtain
     if settings.kcidb is not None and not is_worker(config):
         config.pluginmanager.register(KcidbWriter(config), "kunit-kcidb")
+    if settings.replay is not None:
+        _start_replay(config, state)
+        return
     # xdist registers under its entry point's name when autoloaded, under its module's with `-p xdist.plugin`.
     if any(config.pluginmanager.hasplugin(name) for name in ("xdist", "xdist.plugin")):
         from ..scaleout.scheduling import KunitXdist
@@ -114,7 +114,7 @@ def read_replay(config: pytest.Config, settings: Settings) -> Replayed:
 
 
 def _stdin(config: pytest.Config) -> bytes:
-    """All of stdin, which pytest's capture holds while it configures."""
+    """All of stdin, which pytest's capture holds (as /dev/null) while it configures."""
     capture = config.pluginmanager.getplugin("capturemanager")
     if capture is None or not capture.is_globally_capturing():
         return sys.stdin.buffer.read()
@@ -122,7 +122,9 @@ def _stdin(config: pytest.Config) -> bytes:
     try:
         return sys.stdin.buffer.read()
     finally:
+        # Back to the state pytest configures in: stdin captured, stdout and stderr not (the terminal's).
         capture.resume_global_capture()
+        capture.suspend_global_capture(in_=False)
 
 
 def coverage_summary(state: SessionState) -> list[str]:
