@@ -197,15 +197,15 @@ def main(target: str, build_dir: str) -> int:
     if target == "walk":
         walk(out)
         return 0
-    runs = out / "make-runs"
-    previous = runs.stat().st_mtime_ns if runs.exists() else None
-    with runs.open("a") as stream:
-        stream.write(f"{target}\n")
-    if previous is not None:  # a record for the tests, not a file Kbuild writes: its time tells nothing
-        os.utime(runs, ns=(previous, previous))
     # The variables make was given on its command line, as make passes them on (after MAKEFLAGS' `--`).
-    with (out / "make-variables").open("a") as stream:
-        stream.write(json.dumps([target, os.environ.get("MAKEFLAGS", "").partition(" -- ")[2]]) + "\n")
+    variables = os.environ.get("MAKEFLAGS", "").partition(" -- ")[2]
+    for name, line in (("make-runs", target), ("make-variables", json.dumps([target, variables]))):
+        record = out / name
+        previous = record.stat().st_mtime_ns if record.exists() else None
+        with record.open("a") as stream:
+            stream.write(f"{line}\n")
+        if previous is not None:  # a record for the tests, not a file Kbuild writes: its time tells nothing
+            os.utime(record, ns=(previous, previous))
     dotconfig = out / ".config"
     if target.endswith(".o"):
         if target[: -len(".o")] + ".c" not in COMPILED:  # what Kbuild says of an object it has no rule for
