@@ -47,11 +47,20 @@ class Settings:
     cache_keep_consoles: int = 20  # runs whose consoles the cache keeps (0: all)
     arches: tuple[str, ...] = ()  # every architecture the run builds for (empty: `arch` alone)
     arch_config: Path | None = None  # --kunit-arch-config: the user's own records
+    kconfig_add: tuple[str, ...] = ()  # kunitconfig lines added to every fragment (checked: they parse)
+    make_options: tuple[str, ...] = ()  # more words for every make run of a build
+    kernel_args: tuple[str, ...] = ()  # more words for every boot's kernel command line, after ours
+    qemu_args: tuple[str, ...] = ()  # more words for every QEMU command, after ours
+    cross_compile: str | None = None  # the CROSS_COMPILE prefix instead of the architecture's; None: its own
+    replay: Path | None = None  # a saved console read instead of building and booting; STDIN: read from stdin
 
     @property
     def matrix(self) -> tuple[str, ...]:
         """The architectures of a run over several, each case collected once per architecture; () for one."""
         return self.arches if len(self.arches) > 1 else ()
+
+
+STDIN = Path("-")  # --kunit-replay -
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,8 @@ class Isolate(enum.Enum):
 class Option:
     name: str  # the ini key; the command-line flag is --name with dashes
     help: str
-    # "bool", "string", "path" (relative to the rootdir in an ini file), "paths" (repeatable), "optional path" (the
-    # flag alone, or with a value)
+    # "bool", "string", "path" (relative to the rootdir in an ini file), "paths" (repeatable), "lines" (repeatable
+    # text), "optional path" (the flag alone, or with a value)
     kind: str = "string"
 
     @property
@@ -157,6 +157,33 @@ OPTIONS = (
         "own); no: always build each fragment's own kernel",
     ),
     Option("kunit_kcidb_origin", "the CI system's name KCIDB ids start with (a-z, 0-9, _); default pytest_kunit"),
+    # kunit.py's remaining knobs (--kconfig_add, --make_options, --kernel_args, --qemu_args, --cross_compile) and its
+    # `parse` command (--kunit-replay).
+    Option(
+        "kunit_kconfig_add",
+        "a kunitconfig line (CONFIG_X=y, '# CONFIG_X is not set') added to every fragment's kernel, after the "
+        "fragment's own lines; repeatable; part of the build key",
+        "lines",
+    ),
+    Option(
+        "kunit_make_options",
+        "more make variables and flags for every make run of a build, split as a shell would (no shell runs): "
+        "'CC=clang LLVM=1', 'W=1'; part of the build key",
+    ),
+    Option("kunit_kernel_args", "more kernel command-line arguments for every boot, after pytest-kunit's own"),
+    Option("kunit_qemu_args", "more QEMU arguments for every boot, after pytest-kunit's own (QEMU guests only)"),
+    Option(
+        "kunit_cross_compile",
+        "the CROSS_COMPILE prefix of the build's compiler and of the binutils that decode crash reports, instead of "
+        "the architecture's own (arm64: aarch64-linux-gnu-); empty: the host's",
+    ),
+    Option(
+        "kunit_replay",
+        "read this saved console (a file, or - for stdin) instead of building and booting: its KTAP's cases are "
+        "collected (under the one fragment given, else under the console file) and given the outcomes a live run "
+        "would",
+        "path",
+    ),
 )
 
 
@@ -169,7 +196,7 @@ def add_options(parser: pytest.Parser) -> None:
         elif option.kind == "optional path":
             group.addoption(option.flag, nargs="?", const="", default=None, dest=option.name, help=option.help)
             parser.addini(option.name, option.help, default=None)
-        elif option.kind == "paths":
+        elif option.kind in ("paths", "lines"):
             group.addoption(option.flag, action="append", default=None, dest=option.name, help=option.help)
             parser.addini(option.name, option.help, type="linelist", default=[])
         else:

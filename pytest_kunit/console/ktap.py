@@ -180,7 +180,7 @@ class KtapParser:
         if len(self._stack) >= 2:
             suite = self._stack[1]
             log = [line for group in self._stack[1:] for line in group.pending]
-            events.append(Unfinished(suite.name or "", tuple(log)))
+            events.append(Unfinished(suite.name or "", tuple(log), suite.planned, suite.results))
         self._stack.clear()
         return events
 

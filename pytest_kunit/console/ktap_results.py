@@ -114,6 +114,8 @@ class Unfinished:
 
     suite: str
     log: tuple[str, ...]
+    planned: int | None = None  # how many tests the suite's plan line announced, if it printed one
+    reported: int = 0  # how many of them had a result line
 
 
 Event = KtapStarted | SuiteStarted | SuiteFinished | CaseResult | Listed | Unread | Unfinished

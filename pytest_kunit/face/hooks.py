@@ -3,8 +3,11 @@ planning, timing and summing up kernel test cases."""
 
 from __future__ import annotations
 
+import hashlib
+import shlex
+import sys
 from collections.abc import Generator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +21,11 @@ from ..fragments.files import collects
 from ..fragments.pipeline import STATE, SessionState
 from ..guest.launch import launcher
 from ..guest.planning import PlannedCase, plan_batches
+from ..guest.replay import Replayed, ReplayError, read_console
 from ..host.cache import load_durations, save_durations
 from ..host.cachedir import trusted_cache_dir
 from ..host.cacheprune import Bounds, prune, summary
-from ..model import Settings
+from ..model import STDIN, Settings
 from ..scaleout.image_service import worker_client
 from ..scaleout.protocol import WorkerOutput, received_input
 from ..scaleout.workers import is_worker, run_id, worker_count
@@ -36,6 +40,23 @@ def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) ->
     xdist runs (plugin.py registers this module)."""
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
+    if settings.cross_compile is not None:
+        if len(arches) > 1:
+            raise pytest.UsageError(
+                f"{given(config, 'kunit_cross_compile')} names one compiler prefix, which cannot build "
+                f"{' and '.join(arches)} both: leave it out, or run one architecture."
+            )
+        # The record's package no longer names the compiler: a missing one is named by its prefix.
+        arches = {
+            name: replace(arch, make=replace(arch.make, cross_compile=settings.cross_compile, compiler_package=""))
+            for name, arch in arches.items()
+        }
+    uml = [arch.name for arch in arches.values() if arch.qemu is None]
+    if settings.qemu_args and uml:
+        raise pytest.UsageError(
+            f"{given(config, 'kunit_qemu_args')}: arch {uml[0]} boots no QEMU (its kernel runs as a host program), "
+            "so there is no QEMU command to add to: give the kernel's own arguments with --kunit-kernel-args"
+        )
     for arch in arches.values():
         guest = launcher(arch)
         for name in guest.unused_options:
@@ -75,11 +96,63 @@ def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) ->
         state.runner.obtain = client.obtain
     if settings.kcidb is not None and not is_worker(config):
         config.pluginmanager.register(KcidbWriter(config), "kunit-kcidb")
+    if settings.replay is not None:
+        _start_replay(config, state)
+        return
     # xdist registers under its entry point's name when autoloaded, under its module's with `-p xdist.plugin`.
     if any(config.pluginmanager.hasplugin(name) for name in ("xdist", "xdist.plugin")):
         from ..scaleout.scheduling import KunitXdist
 
         config.pluginmanager.register(KunitXdist(config), "kunit-xdist")
+
+
+def _start_replay(config: pytest.Config, state: SessionState) -> None:
+    """--kunit-replay: every outcome from the saved console; its cases under the fragment named, else under the
+    console file itself (collected in place of the default paths)."""
+    if getattr(config.option, "dist", "no") != "no" or hasattr(config, "workerinput"):
+        raise pytest.UsageError("--kunit-replay reads one console in one process: run it without -n, -d or --dist")
+    try:
+        state.replay(read_replay(config, state.settings))
+    except KunitError as error:
+        raise pytest.UsageError(error.render()) from None
+    replayed = state.replayed
+    assert replayed is not None
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:
+        config.args = [str(replayed.console)]
+
+
+def read_replay(config: pytest.Config, settings: Settings) -> Replayed:
+    """The console --kunit-replay names, parsed; one read from stdin is kept in the cache first (its node ids read
+    `stdin::suite::case`)."""
+    path = settings.replay
+    assert path is not None
+    if path == STDIN:
+        data, shown = _stdin(config), "from stdin"
+        path = settings.cache_dir / "replays" / f"stdin-{hashlib.sha256(data).hexdigest()[:16]}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    else:
+        data, shown = path.read_bytes(), str(path)
+    if b"\0" in data:
+        raise ReplayError(
+            f"The console {shown} holds binary data (NUL bytes), not a kernel's console.",
+            "replay the text file a serial console was saved to (decompress it first).",
+        )
+    return read_console(path, data.decode(errors="replace"), shown)
+
+
+def _stdin(config: pytest.Config) -> bytes:
+    """All of stdin, which pytest's capture holds (as /dev/null) while it configures."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture is None or not capture.is_globally_capturing():
+        return sys.stdin.buffer.read()
+    capture.suspend_global_capture(in_=True)
+    try:
+        return sys.stdin.buffer.read()
+    finally:
+        # Back to the state pytest configures in: stdin captured, stdout and stderr not (the terminal's).
+        capture.resume_global_capture()
+        capture.suspend_global_capture(in_=False)
 
 
 def coverage_summary(state: SessionState) -> list[str]:
@@ -98,11 +171,28 @@ def coverage_summary(state: SessionState) -> list[str]:
 def pytest_report_header(config: pytest.Config) -> str | None:
     state = config.stash[STATE]
     settings = state.settings
+    if state.replayed is not None:
+        return f"kunit: replaying the console {state.replayed.console} (no build, no boot); arch {settings.arch}"
     source = settings.kernel_src or "the kernel tree each fragment lies in, else the packaged tarball"
-    return f"kunit: kernel source {source}; arch {','.join(state.arches)}; cache {settings.cache_dir}"
+    header = f"kunit: kernel source {source}; arch {','.join(state.arches)}; cache {settings.cache_dir}"
+    knobs = [
+        ("kconfig added", settings.kconfig_add),
+        ("make options", settings.make_options),
+        ("cross compiler", () if settings.cross_compile is None else (repr(settings.cross_compile),)),
+        ("kernel arguments added", settings.kernel_args),
+        ("QEMU arguments added", settings.qemu_args),
+    ]
+    return header + "".join(f"; {what} {shlex.join(words)}" for what, words in knobs if words)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    replayed = parent.config.stash[STATE].replayed
+    if replayed is not None and file_path == replayed.console:
+        stdin = parent.config.stash[STATE].settings.replay == STDIN
+        nodeid = "stdin" if stdin else fragment_nodeid(parent.config, file_path)
+        if nodeid is None:
+            return KunitconfigFile.from_parent(parent, path=file_path)
+        return KunitconfigFile.from_parent(parent, path=file_path, nodeid=nodeid)
     if collects(parent.config, file_path):
         nodeid = fragment_nodeid(parent.config, file_path)
         if nodeid is None:

@@ -71,13 +71,16 @@ class KernelBuilder:
         self.runner = Runner(self.settings, self.stats, sink, self._boot_edits(), self._announce, self.session)
 
     def _boot_edits(self) -> BootEdits:
-        """The pytest_kunit_kernel_args and pytest_kunit_qemu_command hooks, as the runner calls them."""
-        config, hook = self.config, self.config.hook
+        """--kunit-kernel-args and --kunit-qemu-args, then the pytest_kunit_kernel_args and pytest_kunit_qemu_command
+        hooks (which see the options' words, and may change them), as the runner calls them."""
+        config, hook, settings = self.config, self.config.hook, self.settings
 
         def kernel_args(kernel: Kernel, args: list[str]) -> None:
+            args.extend(settings.kernel_args)
             hook.pytest_kunit_kernel_args(config=config, kernel=kernel, args=args)
 
         def qemu_command(kernel: Kernel, command: list[str]) -> None:
+            command.extend(settings.qemu_args)
             hook.pytest_kunit_qemu_command(config=config, kernel=kernel, command=command)
 
         return BootEdits(kernel_args, qemu_command)
@@ -107,6 +110,16 @@ class KernelBuilder:
     def _announce(self, message: str) -> None:
         # In a log only: a terminal shows pytest's own progress while cases run.
         Progress(self.config).phase(message, terminal=False)
+
+    def _added_kconfig(self) -> Fragment:
+        """--kunit-kconfig-add's lines (checked when the option was read), each named by its place among them."""
+        return parse_fragment("\n".join(self.settings.kconfig_add), "--kunit-kconfig-add")
+
+    def make_options(self) -> tuple[str, ...]:
+        """The words every make run of a build gets after ARCH= and CROSS_COMPILE=: --kunit-make-options', then
+        --kunit-cross-compile's prefix (the architecture record carries it too; here it keys the build)."""
+        cross = self.settings.cross_compile
+        return (*self.settings.make_options, *(() if cross is None else (f"CROSS_COMPILE={cross}",)))
 
     def _coverage_kconfig(self) -> Fragment:
         if self.settings.coverage is None:
@@ -165,10 +178,10 @@ class KernelBuilder:
 
     def fragment_for(self, path: Path, arch: Arch | None = None) -> Fragment:
         """What the kernel of `path` is built from for `arch` (default: the run's first) besides the architecture's
-        needs. The hooks' lines come last, so they win (as kunit.py's --kconfig_add), and key the build like the
-        rest."""
-        hooks = self._hook_kconfig(path, arch or self.arch)
-        return read_fragment(path) + self._sanitizer_kconfig() + self._coverage_kconfig() + hooks
+        needs. --kunit-kconfig-add's lines and then the hooks' come last, so they win (as kunit.py's --kconfig_add),
+        and key the build like the rest."""
+        own = read_fragment(path) + self._sanitizer_kconfig() + self._coverage_kconfig()
+        return own + self._added_kconfig() + self._hook_kconfig(path, arch or self.arch)
 
     def request(
         self, path: Path, fragment: Fragment, together: Sequence[Path] = (), arch: Arch | None = None
@@ -203,6 +216,7 @@ class KernelBuilder:
             placed=tuple(placed),
             session=self.session,
             wrapper=self.settings.wrapper,
+            make_options=self.make_options(),
         )
         return request, choice
 

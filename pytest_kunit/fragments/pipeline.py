@@ -11,9 +11,11 @@ import pytest
 
 from ..arch import Arch
 from ..findings import coverage, initramfs
+from ..guest.replay import Replayed, ReplayError, ReplayRunner
 from ..host.cache import CaseList
 from ..kernel.build import RECORD, build_dir_of
-from ..model import Kernel
+from ..model import BuildResult, BuiltKernel, Kernel
+from ..versions import TreeFeatures
 from .builder import KernelBuilder
 from .reuse import Reuse
 from .sharing import Sharing
@@ -42,6 +44,8 @@ class SessionState(KernelBuilder):
     # --kunit-share-kernels: which fragments share a kernel, and their suites; one per architecture
     sharing: dict[str, Sharing] = field(default_factory=dict)
     reuse: Reuse | None = None  # kernels built before that serve a fragment never built (--kunit-reuse-kernels)
+    replayed: Replayed | None = None  # --kunit-replay's console, which every outcome comes from
+    replayed_as: str | None = None  # the node id the replayed console's cases were collected under
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -55,6 +59,8 @@ class SessionState(KernelBuilder):
         first); `key` is the node id its suites are collected under. An xdist worker that shares no cache with its
         controller gets the kernel from the controller instead."""
         arch = arch or self.arch
+        if self.replayed is not None:
+            return self._replayed_kernel(key)
         known: CaseList | None = None
         if self.remote is not None:
             unlisted, known, locations = self.remote.kernel(path, key, self.config.rootpath, arch)
@@ -66,6 +72,32 @@ class SessionState(KernelBuilder):
         dirs = coverage.tested_dirs(file for file, _ in listing.locations.values())
         boot_args = initramfs.with_gcov_dirs(unlisted.boot_args, dirs)
         return replace(unlisted, cases=listing.cases, attributes=listing.attributes, boot_args=boot_args)
+
+    def replay(self, replayed: Replayed) -> None:
+        """Take every outcome from `replayed`, a saved console, instead of building and booting."""
+        self.replayed = replayed
+        self.runner = ReplayRunner(self.settings, self.stats, replayed)
+
+    def _replayed_kernel(self, key: str) -> Kernel:
+        """The replayed console as the kernel of `key` (a fragment, or the console file): one console is one boot of
+        one kernel, so it serves one node."""
+        replayed = self.replayed
+        assert replayed is not None
+        if self.replayed_as not in (None, key):
+            raise ReplayError(
+                f"--kunit-replay: the console {replayed.console} is one boot's, and its cases were collected under "
+                f"{self.replayed_as} already; {key} cannot have them too.",
+                "name the one fragment the console belongs to (pytest --kunit --kunit-replay LOG x.kunitconfig), or "
+                "no path at all to collect them under the console file.",
+            )
+        self.replayed_as, console = key, replayed.console
+        build = BuildResult(console, replayed.digest, console.parent, ran_make=False, seconds=0.0, log=console)
+        self.locations[key] = {}
+        tree_key = f"replay-{replayed.digest}"
+        what = f"the console {console}, replayed (no build)"
+        self.kernels[key] = BuiltKernel(key, tree_key, what, "", replayed.digest, self.arch.name, "", None)
+        features = TreeFeatures(filter_list=False, case_timeout=False)
+        return Kernel(key, build, self.arch, features, console.parent, replayed.cases)
 
     def build_kernel(self, path: Path, key: str, arch: Arch | None = None) -> Kernel:
         """The kernel a kunitconfig file describes for `arch` (or the kernel it shares, sharing.py), built at most

@@ -32,13 +32,17 @@ if TYPE_CHECKING:
 
 
 def candidates(request: BuildRequest) -> list[tuple[Path, BuildRecord]]:
-    """Finished builds of the request's tree and architecture other than its own, the most recently built first."""
+    """Finished builds of the request's tree, architecture and make options other than its own, the most recently
+    built first."""
     own = build_dir_of(request)
     found = []
     for record_file in CacheLayout(request.cache_dir).builds().glob(f"*/{RECORD}"):
         record = BuildRecord.read(record_file)
         directory = record_file.parent
-        if record is None or directory == own or (record.tree, record.arch) != (request.tree.key, request.arch.name):
+        if record is None or directory == own:
+            continue
+        theirs = (record.tree, record.arch, record.make_options)
+        if theirs != (request.tree.key, request.arch.name, request.make_options):
             continue
         if (directory / request.arch.make.image).exists():
             found.append((record_file.stat().st_mtime_ns, directory, record))

@@ -50,6 +50,9 @@ class BuildRequest:
     session: str = ""  # the pytest run: xdist workers of one run share it, so they build once between them
     wrapper: Wrapper = Wrapper.NONE  # not part of the build key: a wrapper only changes how objects are made
     label: str = ""  # what the build is for, in a person's words (its fragments): not part of the build key
+    # More words for every make run (--kunit-make-options, then --kunit-cross-compile's CROSS_COMPILE=): part of the
+    # build key, as each can change what is built (a compiler, its flags).
+    make_options: tuple[str, ...] = ()
 
 
 def full_fragment(request: BuildRequest) -> Fragment:
@@ -59,6 +62,13 @@ def full_fragment(request: BuildRequest) -> Fragment:
 
 def _build_key_digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def _key_parts(request: BuildRequest) -> tuple[str, ...]:
+    """What names a build's directory: tree, architecture, configuration, and make's options where there are any
+    (so a build without them keeps the directory it always had)."""
+    parts = (request.tree.key, request.arch.name, full_fragment(request).text())
+    return (*parts, "make", *request.make_options) if request.make_options else parts
 
 
 def _check_tools(arch: Arch) -> None:
@@ -71,9 +81,12 @@ def _check_tools(arch: Arch) -> None:
         )
     compiler = arch.make.compiler
     if arch.make.cross_compile and shutil.which(compiler) is None:
+        package = arch.make.compiler_package
         raise BuildError(
             f"The {arch.name} cross compiler is not installed: {compiler!r} is not on PATH.",
-            f"install it: apt-get install {arch.make.compiler_package} (or scripts/setup.sh --arch {arch.name}).",
+            f"install it: apt-get install {package} (or scripts/setup.sh --arch {arch.name})."
+            if package
+            else "install it, or name the prefix of one you have with --kunit-cross-compile.",
         )
 
 
@@ -108,7 +121,7 @@ def completed_config(request: BuildRequest, progress: ProgressCallback | None = 
     it with a shared kernel's). Raises ConfigError as the build would."""
     fragment = full_fragment(request)
     layout = CacheLayout(request.cache_dir)
-    directory = layout.config_dir(_build_key_digest(request.tree.key, request.arch.name, fragment.text()))
+    directory = layout.config_dir(_build_key_digest(*_key_parts(request)))
     lock = layout.lock_name(CONFIGS, directory.name)
     with cache_lock(request.cache_dir, lock, f"completing a configuration in {directory}"):
         directory.mkdir(parents=True, exist_ok=True)
@@ -118,9 +131,8 @@ def completed_config(request: BuildRequest, progress: ProgressCallback | None = 
                 progress.phase(f"completing a configuration in {directory} (no build)")
             log = directory / "config.log"
             log.write_text(f"# pytest-kunit: the configuration of {request.tree.path} alone\n")
-            _configure(
-                request, Make(request.tree.path, directory, request.arch, request.jobs, log, os.environ), fragment
-            )
+            make = Make(request.tree.path, directory, request.arch, request.jobs, log, os.environ, request.make_options)
+            _configure(request, make, fragment)
         return (directory / ".config").read_text()
 
 
@@ -142,8 +154,7 @@ def _configured(tree: Path, build_dir: Path) -> bool:
 
 def build_dir_of(request: BuildRequest) -> Path:
     """Where the request is built: one directory per (tree, architecture, configuration)."""
-    key = _build_key_digest(request.tree.key, request.arch.name, full_fragment(request).text())
-    return CacheLayout(request.cache_dir).build_dir(key)
+    return CacheLayout(request.cache_dir).build_dir(_build_key_digest(*_key_parts(request)))
 
 
 @dataclass(frozen=True)
@@ -156,11 +167,13 @@ class BuildRecord:
     extra_key: str
     placed: tuple[tuple[str, str], ...]
     label: str = ""
+    make_options: tuple[str, ...] = ()
 
     def text(self) -> str:
         return json.dumps(
             {"tree": self.tree, "arch": self.arch, "fragment": self.fragment, "extra_key": self.extra_key}
             | {"placed": [list(pair) for pair in self.placed], "label": self.label}
+            | {"make_options": list(self.make_options)}
         )
 
     @staticmethod
@@ -176,6 +189,7 @@ class BuildRecord:
                 str(fields["extra_key"]),
                 placed,
                 str(fields.get("label", "")),
+                tuple(str(word) for word in fields.get("make_options", [])),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -252,7 +266,8 @@ def _make_image(
     (build_dir / STAMP).unlink(missing_ok=True)
     log = build_dir / LOG
     log.write_text(f"# pytest-kunit build of {request.tree.path} into {build_dir}\n# compiler: {wrapping.describe}\n")
-    make = Make(request.tree.path, build_dir, request.arch, request.jobs, log, os.environ | wrapping.env)
+    env = os.environ | wrapping.env
+    make = Make(request.tree.path, build_dir, request.arch, request.jobs, log, env, request.make_options)
     fragment = full_fragment(request)
     configured = _configured(request.tree.path, build_dir)
     if configured:
@@ -312,6 +327,7 @@ def _record_build(
             request.extra_key,
             request.placed,
             request.label,
+            request.make_options,
         )
         write_atomically(build_dir / RECORD, record_of.text())
 

@@ -1,5 +1,5 @@
-"""Running the kernel's `make`: its command line (O=, ARCH=, CROSS_COMPILE=), its output streamed into the build
-log and the progress line, its errors picked out of the log."""
+"""Running the kernel's `make`: its command line (O=, ARCH=, CROSS_COMPILE=, the user's options), its output
+streamed into the build log and the progress line, its errors picked out of the log."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ class Make:
     jobs: int
     log: Path
     env: Mapping[str, str]
+    options: tuple[str, ...] = ()  # the user's make variables and flags (--kunit-make-options), after ours
 
     def command(self, *targets: str) -> list[str]:
         return ["make", "-C", str(self.tree), f"O={self.build_dir}", *self.variables(), *targets]
@@ -54,7 +55,8 @@ class Make:
         variables = [f"ARCH={self.arch.make.arch}"]
         if self.arch.make.cross_compile:
             variables.append(f"CROSS_COMPILE={self.arch.make.cross_compile}")
-        return variables
+        # --kunit-cross-compile's prefix is the architecture's by now, and among the options too (it keys the build).
+        return list(dict.fromkeys([*variables, *self.options]))
 
     def run(self, command: list[str], progress: ProgressCallback, expected: int = 0) -> int:
         """Run `command`, its output appended to the log, each build step shown; how many steps it printed. A

@@ -422,7 +422,8 @@ def test_unfinished_only_once_and_parser_reusable_after_finish() -> None:
     parser = ktap.KtapParser()
     for line in ["KTAP version 1", "1..1", "    # Subtest: s", "    1..2", "    ok 1 a", "    # b: initializing"]:
         parser.feed(line)
-    assert parser.finish() == [Unfinished("s", ("# b: initializing",))]
+    # The suite's plan and how much of it was reported: what a replayed console's stand-in cases are made from.
+    assert parser.finish() == [Unfinished("s", ("# b: initializing",), planned=2, reported=1)]
     assert parser.finish() == []
 
 
@@ -432,7 +433,7 @@ def test_unfinished_inside_a_parameterised_case_names_the_suite() -> None:
         "        KTAP version 1\n        # Subtest: pcase\n        ok 1 p0\n    # pcase: initializing\n"
         "Oops: 0000 [#1] SMP\n"
     )
-    assert events[-1] == Unfinished("s", ("# pcase: initializing", "Oops: 0000 [#1] SMP"))
+    assert events[-1] == Unfinished("s", ("# pcase: initializing", "Oops: 0000 [#1] SMP"), planned=1, reported=0)
     assert statuses(events) == []
 
 
@@ -599,7 +600,7 @@ def test_suite_named_empty_is_not_unnamed() -> None:
 
 def test_unnamed_suite_cut_short_reports_nothing_but_unfinished() -> None:
     events = parse_text("KTAP version 1\n1..1\n  KTAP version 1\n  1..2\n  ok 1 first\n  # second: initializing\n")
-    assert events == [KtapStarted(), Unfinished("", ("# second: initializing",))]
+    assert events == [KtapStarted(), Unfinished("", ("# second: initializing",), planned=2, reported=1)]
 
 
 def test_unnamed_parameter_block_inside_an_unnamed_suite_left_open_is_dropped_not_passed() -> None:

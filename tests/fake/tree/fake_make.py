@@ -1,7 +1,8 @@
 """Fake `make` targets: the configuration targets (olddefconfig adds defaults and drops what Kconfig cannot satisfy)
 and vmlinux (the guest spec, wrapped in a minimal ELF file) or arm64's Image (the same file, where arm64 leaves it);
 for ARCH=um, linux: vmlinux, and beside it a program that runs it as a User Mode Linux kernel would run
-(tests/fake/qemu --uml). Each target is logged to <O>/make-runs; each walk of the tree (the Makefile's target `.`)
+(tests/fake/qemu --uml). Each target is logged to <O>/make-runs, with make's command-line variables to
+<O>/make-variables; each walk of the tree (the Makefile's target `.`)
 to <O>/walks. With "objects": true the walk also compiles the tree's C sources of vmlinux (COMPILED) as Kbuild does,
 when they are newer than their objects, and a source's lines `// fake-outcome: CASE OUTCOME` reach the guest through
 its object: so an image shows whether its link read a recompiled object. `make DIR/NAME.o` compiles one alone."""
@@ -218,12 +219,15 @@ def main(target: str, build_dir: str) -> int:
     if target == "walk":
         walk(out)
         return 0
-    runs = out / "make-runs"
-    previous = runs.stat().st_mtime_ns if runs.exists() else None
-    with runs.open("a") as stream:
-        stream.write(f"{target}\n")
-    if previous is not None:  # a record for the tests, not a file Kbuild writes: its time tells nothing
-        os.utime(runs, ns=(previous, previous))
+    # The variables make was given on its command line, as make passes them on (after MAKEFLAGS' `--`).
+    variables = os.environ.get("MAKEFLAGS", "").partition(" -- ")[2]
+    for name, line in (("make-runs", target), ("make-variables", json.dumps([target, variables]))):
+        record = out / name
+        previous = record.stat().st_mtime_ns if record.exists() else None
+        with record.open("a") as stream:
+            stream.write(f"{line}\n")
+        if previous is not None:  # a record for the tests, not a file Kbuild writes: its time tells nothing
+            os.utime(record, ns=(previous, previous))
     dotconfig = out / ".config"
     if target.endswith(".o"):
         if target[: -len(".o")] + ".c" not in COMPILED:  # what Kbuild says of an object it has no rule for
