@@ -40,6 +40,37 @@ def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) ->
     xdist runs (plugin.py registers this module)."""
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
+    arches = _runnable(config, settings, arches)
+    try:
+        trusted_cache_dir(settings.cache_dir)
+    except KunitError as error:
+        raise pytest.UsageError(error.render()) from None
+    first = next(iter(arches.values()))
+    state = config.stash[STATE] = SessionState(config, settings, first, arches=arches, session=run_id(config))
+    try:
+        handed = received_input(config)
+    except KunitError as error:
+        raise pytest.UsageError(error.render()) from None
+    client = worker_client(handed, settings.cache_dir, state.stats)
+    if client is not None:
+        state.remote = client
+        state.runner.decode = client.decode
+        state.runner.obtain = client.obtain
+    if settings.kcidb is not None and not is_worker(config):
+        config.pluginmanager.register(KcidbWriter(config), "kunit-kcidb")
+    if settings.replay is not None:
+        _start_replay(config, state)
+        return
+    # xdist registers under its entry point's name when autoloaded, under its module's with `-p xdist.plugin`.
+    if any(config.pluginmanager.hasplugin(name) for name in ("xdist", "xdist.plugin")):
+        from ..scaleout.scheduling import KunitXdist
+
+        config.pluginmanager.register(KunitXdist(config), "kunit-xdist")
+
+
+def _runnable(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) -> dict[str, Arch]:
+    """`arches` as this run's options have them (--kunit-cross-compile's prefix), once every option is known to
+    apply to them: a usage error names one that cannot, a warning one that is ignored."""
     if settings.cross_compile is not None:
         if len(arches) > 1:
             raise pytest.UsageError(
@@ -79,31 +110,7 @@ def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) ->
             gcovr_command()  # before any build: a missing gcovr is known at once
         except KunitError as error:
             raise pytest.UsageError(error.render()) from None
-    try:
-        trusted_cache_dir(settings.cache_dir)
-    except KunitError as error:
-        raise pytest.UsageError(error.render()) from None
-    first = next(iter(arches.values()))
-    state = config.stash[STATE] = SessionState(config, settings, first, arches=arches, session=run_id(config))
-    try:
-        handed = received_input(config)
-    except KunitError as error:
-        raise pytest.UsageError(error.render()) from None
-    client = worker_client(handed, settings.cache_dir, state.stats)
-    if client is not None:
-        state.remote = client
-        state.runner.decode = client.decode
-        state.runner.obtain = client.obtain
-    if settings.kcidb is not None and not is_worker(config):
-        config.pluginmanager.register(KcidbWriter(config), "kunit-kcidb")
-    if settings.replay is not None:
-        _start_replay(config, state)
-        return
-    # xdist registers under its entry point's name when autoloaded, under its module's with `-p xdist.plugin`.
-    if any(config.pluginmanager.hasplugin(name) for name in ("xdist", "xdist.plugin")):
-        from ..scaleout.scheduling import KunitXdist
-
-        config.pluginmanager.register(KunitXdist(config), "kunit-xdist")
+    return arches
 
 
 def _start_replay(config: pytest.Config, state: SessionState) -> None:

@@ -29,7 +29,7 @@ from .image import ImageCheck, ImageRecord, check_image
 from .kconfig import Fragment, check_fragment, parse_fragment
 from .makerun import Make, ProgressCallback, full_make
 from .tree import PreparedTree
-from .wrapper import ccache_counts, hit_note, prepare
+from .wrapper import ccache_counts, hit_note, wrap_compilers
 
 STAMP = ".pytest-kunit-stamp"
 LOG = "build.log"
@@ -262,7 +262,7 @@ def _make_image(
     """Configure and make the image (link-only where that is enough), check it; the image's check and how it was
     built, for the "built" line."""
     _check_tools(request.arch)
-    wrapping = prepare(request.wrapper, request.arch.make, build_dir, request.tree.path)
+    wrapping = wrap_compilers(request.wrapper, request.arch.make, build_dir, request.tree.path)
     (build_dir / STAMP).unlink(missing_ok=True)
     log = build_dir / LOG
     log.write_text(f"# pytest-kunit build of {request.tree.path} into {build_dir}\n# compiler: {wrapping.describe}\n")
@@ -282,7 +282,7 @@ def _make_image(
         if configured
         else linkonly.Plan((), "the configuration was completed again")  # what compiles, and how, may differ
     )
-    done = linkonly.build(make, route, progress) if route.objects else linkonly.Built(route.reason)
+    done = linkonly.compile_and_link(make, route, progress) if route.objects else linkonly.Built(route.reason)
     note = ""
     if done.why:
         full_make(make, progress, f"not link-only: {done.why}" if image.exists() else "")

@@ -174,7 +174,7 @@ def _as_linked(build_dir: Path, obj: str, image: Path) -> str | None:
     return _object_digest(build_dir / obj)
 
 
-def build(make: Make, chosen: Plan, progress: ProgressCallback) -> Built:
+def compile_and_link(make: Make, chosen: Plan, progress: ProgressCallback) -> Built:
     """Compile the plan's objects and link vmlinux again, unless every object came out as the image holds it (an edit
     to a comment): linking the same objects again would give the same image. A compile error is the user's and
     raised as BuildError."""

@@ -206,7 +206,7 @@ def _link(link: Path, tree: Path) -> None:
     os.replace(scratch, link)
 
 
-def prepare(wrapper: Wrapper, make: MakeSettings, build_dir: Path, tree: Path) -> CompilerWrapping:
+def wrap_compilers(wrapper: Wrapper, make: MakeSettings, build_dir: Path, tree: Path) -> CompilerWrapping:
     """Write the wrapper scripts into the build directory and return make's environment; raises BuildError when the
     wrapper is not installed or has nowhere to compile."""
     wrapper = chosen(wrapper)

@@ -100,7 +100,7 @@ def test_ccache_hits_across_trees_with_the_file_names_of_each(tmp_path: Path, mo
         build.mkdir(parents=True)
         (tree / "include" / "v.h").write_text("#define V 1\n")
         (tree / "lib" / "x.c").write_text('#include "v.h"\nconst char *f(void) { return __FILE__; }\nint v = V;\n')
-        env = os.environ | wrapper.prepare(Wrapper.CCACHE, ARCHES["x86_64"].make, build, tree).env
+        env = os.environ | wrapper.wrap_compilers(Wrapper.CCACHE, ARCHES["x86_64"].make, build, tree).env
         command = ["gcc", "-g", "-Wp,-MMD,.x.o.d", f"-fmacro-prefix-map={tree}/=", "-I", str(tree / "include")]
         subprocess.run([*command, "-c", str(tree / "lib/x.c"), "-o", "x.o"], cwd=build, env=env, check=True)
         data = (build / "x.o").read_bytes()

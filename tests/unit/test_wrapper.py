@@ -53,7 +53,7 @@ def test_auto_is_ccache_when_installed(only: Path, tmp_path: Path, monkeypatch: 
 
 
 def test_no_wrapper_leaves_make_alone(only: Path, tmp_path: Path) -> None:
-    wrapping = wrapper.prepare(Wrapper.NONE, X86, tmp_path / "build", tmp_path / "tree")
+    wrapping = wrapper.wrap_compilers(Wrapper.NONE, X86, tmp_path / "build", tmp_path / "tree")
     assert wrapping.env == {}
     assert not (tmp_path / "build" / wrapper.WRAPPER_DIR).exists()
 
@@ -63,7 +63,7 @@ def test_ccache_goes_in_front_of_the_compiler_with_what_it_needs_to_hit(only: Pa
     fake_program(only, "ccache", log)
     cache = tmp_path / "cache"
     build, tree = cache / "build" / "k1", cache / "src" / "s1"
-    wrapping = wrapper.prepare(Wrapper.CCACHE, X86, build, tree)
+    wrapping = wrapper.wrap_compilers(Wrapper.CCACHE, X86, build, tree)
     # Paths are rewritten relative to the build directory, which reaches the tree through a link of its own.
     assert wrapping.env["CCACHE_BASEDIR"] == str(build)
     assert (build / wrapper.TREE_LINK).readlink() == tree
@@ -89,7 +89,7 @@ def test_ccache_goes_in_front_of_the_compiler_with_what_it_needs_to_hit(only: Pa
 
 def test_the_cross_compiler_comes_from_the_record(only: Path, tmp_path: Path) -> None:
     fake_program(only, "ccache", tmp_path / "log")
-    wrapper.prepare(Wrapper.CCACHE, ARM64, tmp_path / "build", tmp_path / "tree")
+    wrapper.wrap_compilers(Wrapper.CCACHE, ARM64, tmp_path / "build", tmp_path / "tree")
     scripts = tmp_path / "build" / wrapper.WRAPPER_DIR
     # Host tools are built with gcc, the kernel with $(CROSS_COMPILE)gcc: both are wrapped.
     assert sorted(path.name for path in scripts.iterdir()) == ["aarch64-linux-gnu-gcc", "gcc"]
@@ -100,7 +100,7 @@ def test_what_the_user_exports_wins(only: Path, tmp_path: Path, monkeypatch: pyt
     fake_program(only, "ccache", tmp_path / "log")
     monkeypatch.setenv("CCACHE_BASEDIR", "/srv")
     monkeypatch.setenv("KBUILD_BUILD_TIMESTAMP", "2026-01-01")
-    wrapping = wrapper.prepare(Wrapper.CCACHE, X86, tmp_path / "build", tmp_path / "tree")
+    wrapping = wrapper.wrap_compilers(Wrapper.CCACHE, X86, tmp_path / "build", tmp_path / "tree")
     assert (wrapping.env["CCACHE_BASEDIR"], wrapping.env["KBUILD_BUILD_TIMESTAMP"]) == ("/srv", "2026-01-01")
 
 
@@ -112,7 +112,7 @@ def test_the_user_s_depend_mode_choice_wins_either_way(
     turns depend mode on: the user's choice, whichever variable says it, must keep ours out."""
     fake_program(only, "ccache", tmp_path / "log")
     monkeypatch.setenv(exported, "1")
-    wrapping = wrapper.prepare(Wrapper.CCACHE, X86, tmp_path / "build", tmp_path / "tree")
+    wrapping = wrapper.wrap_compilers(Wrapper.CCACHE, X86, tmp_path / "build", tmp_path / "tree")
     assert "CCACHE_DEPEND" not in wrapping.env
 
 
@@ -149,7 +149,7 @@ def test_a_missing_wrapper_names_its_package(
 ) -> None:
     monkeypatch.setenv("PATH", str(only))
     with pytest.raises(BuildError) as error:
-        wrapper.prepare(choice, X86, tmp_path / "build", tmp_path / "tree")
+        wrapper.wrap_compilers(choice, X86, tmp_path / "build", tmp_path / "tree")
     text = error.value.render()
     assert text.startswith(f"--kunit-wrapper {choice.value}: {choice.value} is not installed")
     assert advice in text
@@ -160,11 +160,11 @@ def test_distcc_needs_hosts(only: Path, tmp_path: Path, monkeypatch: pytest.Monk
     log = tmp_path / "log"
     fake_program(only, "distcc", log)
     with pytest.raises(BuildError) as error:
-        wrapper.prepare(Wrapper.DISTCC, X86, tmp_path / "build", tmp_path / "tree")
+        wrapper.wrap_compilers(Wrapper.DISTCC, X86, tmp_path / "build", tmp_path / "tree")
     assert "DISTCC_HOSTS is unset" in error.value.render()
     assert "--kunit-jobs" in error.value.render()
     monkeypatch.setenv("DISTCC_HOSTS", "127.0.0.1:3633/2")
-    wrapping = wrapper.prepare(Wrapper.DISTCC, X86, tmp_path / "build", tmp_path / "tree")
+    wrapping = wrapper.wrap_compilers(Wrapper.DISTCC, X86, tmp_path / "build", tmp_path / "tree")
     assert "CCACHE_BASEDIR" not in wrapping.env
     assert "DISTCC_HOSTS=127.0.0.1:3633/2" in wrapping.describe
     subprocess.run(["gcc", "-c", "x.c"], env=os.environ | wrapping.env, cwd=tmp_path, check=True)
@@ -177,9 +177,9 @@ def test_distcc_hosts_file_counts(only: Path, tmp_path: Path) -> None:
     hosts = tmp_path / "etc-distcc-hosts"
     hosts.write_text("# no host yet\n\n")
     with pytest.raises(BuildError):
-        wrapper.prepare(Wrapper.DISTCC, X86, tmp_path / "build", tmp_path / "tree")
+        wrapper.wrap_compilers(Wrapper.DISTCC, X86, tmp_path / "build", tmp_path / "tree")
     hosts.write_text("# the local machine\nlocalhost/2\n")
-    assert wrapper.prepare(Wrapper.DISTCC, X86, tmp_path / "build", tmp_path / "tree").wrapper is Wrapper.DISTCC
+    assert wrapper.wrap_compilers(Wrapper.DISTCC, X86, tmp_path / "build", tmp_path / "tree").wrapper is Wrapper.DISTCC
 
 
 def test_hit_note() -> None:
@@ -198,7 +198,7 @@ def test_the_compiler_answers_for_itself_through_any_wrapper(
     fake_program(only, choice.value, log)
     monkeypatch.setenv("DISTCC_HOSTS", "127.0.0.1:3633/2")
     fake_program(only, "gcc", tmp_path / "gcc-log")
-    wrapping = wrapper.prepare(choice, X86, tmp_path / "build", tmp_path / "tree")
+    wrapping = wrapper.wrap_compilers(choice, X86, tmp_path / "build", tmp_path / "tree")
     for query in ("--version", "-dumpmachine"):
         subprocess.run(["gcc", query], env=os.environ | wrapping.env, cwd=tmp_path, check=True)
     assert not log.exists()
@@ -217,7 +217,7 @@ def test_real_distcc_reports_the_version_text_an_unwrapped_build_records(
         return run.stdout.splitlines()[0]
 
     monkeypatch.setenv("DISTCC_HOSTS", "127.0.0.1:3633/1")  # never reached: --version runs locally
-    wrapping = wrapper.prepare(Wrapper.DISTCC, X86, tmp_path / "build", tmp_path / "tree")
+    wrapping = wrapper.wrap_compilers(Wrapper.DISTCC, X86, tmp_path / "build", tmp_path / "tree")
     unwrapped = version(dict(os.environ))
     assert unwrapped.startswith("gcc ")
     assert version(os.environ | wrapping.env) == unwrapped
@@ -229,7 +229,7 @@ def test_ccache_names_the_tree_through_its_link_except_for_coverage(only: Path, 
     log = tmp_path / "log"
     fake_program(only, "ccache", log)
     build, tree = tmp_path / "cache" / "build" / "k1", tmp_path / "cache" / "src" / "s1"
-    env = os.environ | wrapper.prepare(Wrapper.CCACHE, X86, build, tree).env
+    env = os.environ | wrapper.wrap_compilers(Wrapper.CCACHE, X86, build, tree).env
     # Kbuild's O= compile names the tree by its absolute path, in the file and inside options.
     subprocess.run(["gcc", f"-fmacro-prefix-map={tree}/=", f"-I{tree}/include", "-c", f"{tree}/lib/x.c"], env=env)
     link = build / wrapper.TREE_LINK
