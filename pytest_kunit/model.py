@@ -45,6 +45,7 @@ class Settings:
     reuse_kernels: bool = True  # a kernel built before serves a fragment it provably covers (reuse.py)
     cache_max_age: int = 30  # days a big cache entry may go unused before a run evicts it (0: never)
     cache_keep_consoles: int = 20  # runs whose consoles the cache keeps (0: all)
+    modules: bool = False  # --kunit-modules: tristate suites built as modules, loaded by the initramfs's /init
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,16 @@ class BuildResult:
     seconds: float
     log: Path
     note: str = ""  # how it was built (link-only) and what the compiler wrapper did (ccache's hits): the "built" line
+
+
+@dataclass(frozen=True)
+class SuiteModule:
+    """A loadable module of a --kunit-modules build: its file, the modules it needs, the suites it registers."""
+
+    name: str  # the module's name (.modinfo's name=, what `depends=` lists)
+    path: str  # the .ko, relative to the build directory
+    depends: tuple[str, ...]
+    suites: tuple[tuple[str, tuple[str, ...]], ...]  # each suite's name and its cases' names, in table order
 
 
 @dataclass(frozen=True)
@@ -74,6 +85,9 @@ class Kernel:
     # The suites this fragment holds when its image is a kernel shared with other fragments (sharing.py): only these
     # are collected, and every boot's filter leaves the others out. None: every suite of the image is its own.
     suites: frozenset[str] | None = None
+    # --kunit-modules: the build's modules, in the order /init loads them (each after those it needs); their suites'
+    # cases come after the built-in ones in `cases`, as the guest runs them.
+    modules: tuple[SuiteModule, ...] = ()
 
 
 @dataclass(frozen=True)
