@@ -1,6 +1,6 @@
 """--kunit-modules: tristate suites built as modules (CONFIG_MODULES=y), loaded by the initramfs's /init; an edit to
-a module's source makes that module alone and boots the unchanged image. In the fake tree modsuite
-(CONFIG_FAKE_MODULE_TEST, tristate) can be a module, example (KUNIT_EXAMPLE_TEST, bool) cannot; the fake QEMU runs a
+a module's source makes that module alone and boots the unchanged image. The suite modsuite (CONFIG_FAKE_MODULE_TEST,
+tristate; added to the spec here) can be a module, example (KUNIT_EXAMPLE_TEST, bool) cannot; the fake QEMU runs a
 module's suite when the boot's /init arguments name it, from the .ko the initramfs holds."""
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ MODULE_SOURCE = "lib/kunit/fake-module-test.c"
 def modular(project: pytest.Pytester, fake_kernel: FakeKernel) -> FakeKernel:
     spec = fake_kernel.spec()
     spec["objects"] = True
+    cases = [{"name": "mod_first"}, {"name": "mod_second"}]
+    spec["suites"].append({"name": "modsuite", "config": "FAKE_MODULE_TEST", "cases": cases})
     fake_kernel.write_spec(spec)
     project.makefile(".kunitconfig", kunit=FRAGMENT)
     return fake_kernel
