@@ -22,9 +22,14 @@ _SUITE_SYMBOL = re.compile(r"^CONFIG_\w+_TESTS?$")
 BUILT_IN = ("CONFIG_KUNIT",)  # the executor, filters and the module notifier: never a module
 
 
+# Modules, and what the initramfs's /init that loads them needs: an initramfs, busybox's ELF, its script (as
+# findings/initramfs.py's KCONFIG says; without them the kernel panics for want of a root file system).
+MODE_LINES = ("CONFIG_MODULES=y", "CONFIG_BLK_DEV_INITRD=y", "CONFIG_BINFMT_ELF=y", "CONFIG_BINFMT_SCRIPT=y")
+
+
 def mode_fragment() -> Fragment:
     """What module mode adds to every fragment (and to its build key)."""
-    return parse_fragment("CONFIG_MODULES=y", ORIGIN)
+    return parse_fragment("\n".join(MODE_LINES), ORIGIN)
 
 
 def with_modules(fragment: Fragment, symbols: tuple[str, ...]) -> Fragment:

@@ -45,6 +45,7 @@ def test_tristate_suites_are_modules_and_run_after_boot(project: pytest.Pytester
     result = run(project, modular)
     result.assert_outcomes(passed=5, failed=2, skipped=1)
     assert "CONFIG_MODULES=y" in dotconfig(modular)
+    assert "CONFIG_BLK_DEV_INITRD=y" in dotconfig(modular)  # /init's: without it the kernel finds no root
     assert "CONFIG_FAKE_MODULE_TEST=m" in dotconfig(modular)
     assert "CONFIG_KUNIT=y" in dotconfig(modular) and "CONFIG_KUNIT_EXAMPLE_TEST=y" in dotconfig(modular)
     result.stdout.fnmatch_lines(["kunit: *kunit.kunitconfig: built in (cannot be a module): example, other"])
