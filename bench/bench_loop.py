@@ -64,8 +64,10 @@ class Setup:
     kunit_py: list[str]
 
 
-def setup(tree_arg: str, cache: Path, kunit_build: Path) -> Setup:
+def setup(tree_arg: str, cache: Path, kunit_build: Path, modules: bool = False) -> Setup:
+    # --modules: our edit loop in module mode (the example suite a module, made alone) against kunit.py's built-in one.
     plugin = ["-p", "pytest_kunit.plugin", "-p", "xdist.plugin", "-p", "no:cacheprovider"]
+    plugin += ["--kunit-modules"] if modules else []
     select = ["-k", "example_simple_test"]
     if tree_arg == "packaged":
         tree = prepare(DEFAULT_TARBALL, default_patch_dirs(), cache).path
@@ -144,8 +146,9 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--edit", default="comment,statement")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--modules", action="store_true", help="our loop with --kunit-modules (module-only builds)")
     args = parser.parse_args()
-    bench = setup(args.tree, args.cache, args.kunit_build)
+    bench = setup(args.tree, args.cache, args.kunit_build, args.modules)
     source = bench.tree / EXAMPLE
     original = source.read_text()
     runs: list[Run] = []
@@ -165,7 +168,7 @@ def main() -> int:
                     run, output = timed(tool, kind, command, cwd)
                     if tool == "pytest-kunit" and "kernel builds: 1 " not in output:
                         raise SystemExit(f"pytest-kunit did not rebuild after the edit:\n{output[-3000:]}")
-                    run.link_only = "; link-only: " in output
+                    run.link_only = "; link-only: " in output or "; module-only: " in output
                     runs.append(run)
                     print(
                         f"{kind:9} {tool:12} {run.seconds:6.1f} s  {run.cpu:6.1f} CPU-s  (load {run.load:.1f})",

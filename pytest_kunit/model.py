@@ -53,6 +53,7 @@ class Settings:
     qemu_args: tuple[str, ...] = ()  # more words for every QEMU command, after ours
     cross_compile: str | None = None  # the CROSS_COMPILE prefix instead of the architecture's; None: its own
     replay: Path | None = None  # a saved console read instead of building and booting; STDIN: read from stdin
+    modules: bool = False  # --kunit-modules: tristate suites built as modules, loaded by the initramfs's /init
 
     @property
     def matrix(self) -> tuple[str, ...]:
@@ -75,6 +76,16 @@ class BuildResult:
 
 
 @dataclass(frozen=True)
+class SuiteModule:
+    """A loadable module of a --kunit-modules build: its file, the modules it needs, the suites it registers."""
+
+    name: str  # the module's name (.modinfo's name=, what `depends=` lists)
+    path: str  # the .ko, relative to the build directory
+    depends: tuple[str, ...]
+    suites: tuple[tuple[str, tuple[str, ...]], ...]  # each suite's name and its cases' names, in table order
+
+
+@dataclass(frozen=True)
 class Kernel:
     """One built image and the cases it holds, in the order the kernel runs them."""
 
@@ -90,6 +101,9 @@ class Kernel:
     # The suites this fragment holds when its image is a kernel shared with other fragments (sharing.py): only these
     # are collected, and every boot's filter leaves the others out. None: every suite of the image is its own.
     suites: frozenset[str] | None = None
+    # --kunit-modules: the build's modules, in the order /init loads them (each after those it needs); their suites'
+    # cases come after the built-in ones in `cases`, as the guest runs them.
+    modules: tuple[SuiteModule, ...] = ()
 
 
 @dataclass(frozen=True)

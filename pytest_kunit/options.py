@@ -156,6 +156,13 @@ OPTIONS = (
         "when that kernel provably runs its suites as its own kernel would (only its own suites, in boots of its "
         "own); no: always build each fragment's own kernel",
     ),
+    Option(
+        "kunit_modules",
+        "module mode for the edit loop: build the fragments' tristate suites as modules (CONFIG_MODULES=y), loaded "
+        "by an initramfs after boot, so an edit to a suite's sources rebuilds that module alone and boots the same "
+        "kernel image; suites that cannot be modules stay built in",
+        "bool",
+    ),
     Option("kunit_kcidb_origin", "the CI system's name KCIDB ids start with (a-z, 0-9, _); default pytest_kunit"),
     # kunit.py's remaining knobs (--kconfig_add, --make_options, --kernel_args, --qemu_args, --cross_compile) and its
     # `parse` command (--kunit-replay).

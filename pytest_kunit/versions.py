@@ -32,6 +32,7 @@ class TreeFeatures:
     filter_list: bool  # kunit.filter_glob takes a comma-separated list of globs
     case_timeout: bool  # kunit.timeout=SECONDS sets the per-case timeout
     attributes: bool = False  # test attributes (6.6+): kunit.action=list_attr and kunit.filter
+    module_filter: bool = False  # a loaded module's suites are filtered by kunit.filter_glob (6.6+)
 
 
 # Patterns as strings, compiled (and cached by re) on first use: options.py imports this module in every pytest run.
@@ -93,10 +94,22 @@ def has_attributes(tree: Path) -> bool:
     return "filter" in module_parameters(code) and "list_attr" in c_string_literals(code)
 
 
+def filters_modules(tree: Path) -> bool:
+    """A loaded module's suites are filtered by kunit.filter_glob: lib/kunit/test.c's kunit_module_init() calls
+    kunit_filter_suites() (6.6+). 6.1.192 with the series: no (it runs every suite of the module, and lists none
+    under kunit.action=list). 6.12: yes (and honours kunit.action=list)."""
+    code = c_code(_read(tree, "lib/kunit/test.c"))
+    body = re.search(r"\bkunit_module_init\s*\([^;{}]*\)\s*\{(?P<body>.*?)^\}", code, re.MULTILINE | re.DOTALL)
+    return body is not None and re.search(r"\bkunit_filter_suites\s*\(", body["body"]) is not None
+
+
 def detect_features(tree: Path) -> TreeFeatures:
     """What the runner can ask of this tree's KUnit."""
     return TreeFeatures(
-        filter_list=filter_takes_a_list(tree), case_timeout=has_case_timeout(tree), attributes=has_attributes(tree)
+        filter_list=filter_takes_a_list(tree),
+        case_timeout=has_case_timeout(tree),
+        attributes=has_attributes(tree),
+        module_filter=filters_modules(tree),
     )
 
 

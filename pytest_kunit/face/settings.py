@@ -325,6 +325,18 @@ def _cache_default() -> Path:
     return base / "pytest-kunit"
 
 
+def _modules(config: pytest.Config) -> bool:
+    """--kunit-modules; refused with --kunit-share-kernels, whose union kernel is configured before any suite could
+    be told a module."""
+    modules, source = _raw(config, "kunit_modules")
+    if modules and _raw(config, "kunit_share_kernels")[0]:
+        raise pytest.UsageError(
+            f"{source} cannot be combined with --kunit-share-kernels: drop one of them (module mode builds each "
+            "fragment's kernel on its own)."
+        )
+    return bool(modules)
+
+
 def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Settings:
     """The settings; `arches` names the architectures there are (default: arch.py's table)."""
     from ..model import Settings
@@ -384,4 +396,5 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         qemu_args=_words(config, "kunit_qemu_args")[0],
         cross_compile=_cross_compile(config),
         replay=_replay(config),
+        modules=_modules(config),
     )

@@ -1,5 +1,6 @@
-"""The guest's userspace after KUnit: an initramfs of Debian's static busybox whose /init makes kmemleak's final scan
-and copies GCOV counters onto the console, then ends the guest.
+"""The guest's userspace after KUnit: an initramfs of Debian's static busybox whose /init loads the suites' modules
+(--kunit-modules: their suites run as each is loaded), makes kmemleak's final scan and copies GCOV counters onto the
+console, then ends the guest.
 
 KUnit runs before /init (kernel_init_freeable), so with `kunit_shutdown=none` the kernel goes on to the initramfs once
 the last suite is done. /init reads what to do from the kernel command line (dotted parameters the kernel ignores) and
@@ -29,6 +30,9 @@ KCONFIG = (
     "CONFIG_BINFMT_SCRIPT=y",
 )
 BUSYBOX = Path("/bin/busybox")  # Debian's busybox-static
+MODULES_ARG = "pytest_kunit.modules"  # =NAMES (comma-separated, in order): the modules to load, from MODULE_DIR
+MODULE_DIR = "lib/pytest-kunit"
+MODULE_FAILED = "pytest-kunit: insmod failed:"
 GCOV_ARG = "pytest_kunit.gcov"  # =DIRS (comma-separated, or `all`): copy these directories' counters out
 KMEMLEAK_ARG = "pytest_kunit.kmemleak=scan"
 SCAN_BEGIN, SCAN_END = "pytest-kunit: kmemleak's final scan", "pytest-kunit: kmemleak's final scan done"
@@ -37,17 +41,23 @@ GCOV_BEGIN, GCOV_END = "pytest-kunit-gcov-begin", "pytest-kunit-gcov-end"
 ALL = "all"
 
 INIT = f"""#!/bin/busybox sh
-# pytest-kunit's /init: KUnit has run. kmemleak's final scan, then the GCOV counters of the tested directories.
+# pytest-kunit's /init: KUnit has run the built-in suites. The modules' suites (each runs as it is loaded),
+# kmemleak's final scan, then the GCOV counters of the tested directories.
 B=/bin/busybox
 $B mount -t proc proc /proc
 dirs=
 leaks=
+modules=
 for word in $($B cat /proc/cmdline); do
     case "$word" in
         kunit.action=*) $B reboot -f ;;
+        {MODULES_ARG}=*) modules="${{word#{MODULES_ARG}=}}" ;;
         {GCOV_ARG}=*) dirs="${{word#{GCOV_ARG}=}}" ;;
         {KMEMLEAK_ARG}) leaks=1 ;;
     esac
+done
+for module in $(echo "$modules" | $B tr , ' '); do
+    $B insmod "/{MODULE_DIR}/$module.ko" || echo "{MODULE_FAILED} $module"
 done
 $B mount -t sysfs sysfs /sys
 $B mount -t debugfs debugfs /sys/kernel/debug
@@ -94,10 +104,11 @@ class AfterKunit:
 
     kmemleak: bool = False  # make kmemleak's final scan
     gcov: tuple[str, ...] | None = None  # copy out the counters of these directories (empty: all); None: none
+    modules: bool = False  # load the suites' modules each boot names (MODULES_ARG)
 
     @property
     def wanted(self) -> bool:
-        return self.kmemleak or self.gcov is not None
+        return self.kmemleak or self.gcov is not None or self.modules
 
     def kernel_args(self) -> tuple[str, ...]:
         if not self.wanted:
@@ -194,9 +205,10 @@ def _cpio_entry(name: str, mode: int, data: bytes = b"", rdev: tuple[int, int] =
     return entry + data + b"\0" * (-len(data) % 4)
 
 
-def initramfs(cache_dir: Path, why: str) -> Path:
-    """The initramfs (built once into the cache): busybox, /init, /dev/console for init's output and /dev/null. `why`
-    names the option that needs it, for the error if busybox is missing."""
+def initramfs(cache_dir: Path, why: str, modules: Sequence[tuple[str, bytes]] = ()) -> Path:
+    """The initramfs (built once into the cache for each set of modules): busybox, /init, /dev/console for init's
+    output and /dev/null, and the modules (name, contents) in MODULE_DIR. `why` names the option that needs it, for
+    the error if busybox is missing."""
     if not BUSYBOX.is_file():
         raise KunitError(
             f"{why} needs a static busybox at {BUSYBOX}, for the guest's /init that runs after KUnit.",
@@ -212,10 +224,27 @@ def initramfs(cache_dir: Path, why: str) -> Path:
             _cpio_entry("dev/console", 0o20600, rdev=(5, 1), ino=5),
             _cpio_entry("dev/null", 0o20666, rdev=(1, 3), ino=9),  # the shell's stdin for a job run in the background
             *(_cpio_entry(name, 0o40755, ino=6 + index) for index, name in enumerate(("proc", "sys", "out"))),
+            *_module_entries(modules),
             _cpio_entry("TRAILER!!!", 0),
         ]
     )
     return saved_initramfs(cache_dir, archive, binascii.crc32(archive))
+
+
+def _module_entries(modules: Sequence[tuple[str, bytes]]) -> list[bytes]:
+    if not modules:
+        return []
+    directories = [_cpio_entry("lib", 0o40755, ino=10), _cpio_entry(MODULE_DIR, 0o40755, ino=11)]
+    files = [
+        _cpio_entry(f"{MODULE_DIR}/{name}.ko", 0o100644, data, ino=12 + index)
+        for index, (name, data) in enumerate(modules)
+    ]
+    return directories + files
+
+
+def modules_arg(names: Sequence[str]) -> str:
+    """The boot argument that makes /init load these modules, in this order."""
+    return f"{MODULES_ARG}={','.join(names)}"
 
 
 def with_gcov_dirs(args: Sequence[str], dirs: Sequence[str]) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ import pytest
 
 from .. import versions
 from ..arch import Arch
-from ..errors import ConfigError
+from ..errors import ConfigError, KunitError
 from ..findings import coverage, initramfs
 from ..findings.sanitizers import kconfig_lines as sanitizer_kconfig
 from ..findings.sanitizers import kernel_args as sanitizer_args
@@ -22,12 +22,14 @@ from ..host.cache import CaseList, load_case_list, save_case_list
 from ..host.locking import cache_lock
 from ..host.progress import Progress
 from ..kbuild.case_locations import case_locations
-from ..kbuild.suitetable import case_list_digest
+from ..kbuild.modulefiles import built_modules
+from ..kbuild.records import NotARecord
+from ..kbuild.suitetable import Opaque, case_list_digest
 from ..kernel.build import BuildRequest, build, full_fragment
 from ..kernel.kconfig import Fragment, parse_fragment, read_fragment
 from ..kernel.out_of_tree import install, suite_dir_for
 from ..kernel.tree import PreparedTree, enclosing_tree, patch_series, patchset_hash, prepare
-from ..model import BuiltKernel, Kernel, Settings, Stats
+from ..model import BuiltKernel, Kernel, Settings, Stats, SuiteModule
 from ..options import default_patch_dirs
 
 
@@ -127,7 +129,21 @@ class KernelBuilder:
         return parse_fragment("\n".join(coverage.KCONFIG), "--kunit-coverage")
 
     def _initramfs_why(self, after: initramfs.AfterKunit) -> str:
+        if after.modules:
+            return "--kunit-modules"
         return "--kunit-coverage" if after.gcov is not None else "kmemleak's final scan (the kernel has kmemleak)"
+
+    @staticmethod
+    def _suite_modules(build_dir: Path) -> tuple[SuiteModule, ...]:
+        """The modules a --kunit-modules build made, read from its objects."""
+        try:
+            return built_modules(build_dir)
+        except (Opaque, NotARecord, OSError) as error:
+            raise KunitError(
+                f"The suites of the modules built in {build_dir} cannot be read: {error}.",
+                "run without --kunit-modules (a suite whose name or cases are set at run time cannot be listed "
+                "before its module is loaded), or rebuild: delete that build directory.",
+            ) from None
 
     def _raw_sink(self) -> Callable[[str], None]:
         def sink(line: str) -> None:
@@ -217,6 +233,7 @@ class KernelBuilder:
             session=self.session,
             wrapper=self.settings.wrapper,
             make_options=self.make_options(),
+            modules=self.settings.modules,
         )
         return request, choice
 
@@ -232,8 +249,12 @@ class KernelBuilder:
         after = initramfs.AfterKunit(
             kmemleak=initramfs.kmemleak_scan(result.build_dir / ".config", request.arch),
             gcov=() if self.settings.coverage is not None else None,
+            modules=request.modules,
         )
-        initrd = initramfs.initramfs(self.settings.cache_dir, self._initramfs_why(after)) if after.wanted else None
+        suite_modules = self._suite_modules(result.build_dir) if request.modules else ()
+        files = [(module.name, (result.build_dir / module.path).read_bytes()) for module in suite_modules]
+        why = self._initramfs_why(after)
+        initrd = initramfs.initramfs(self.settings.cache_dir, why, files) if after.wanted else None
         boot_args = (*sanitizer_args(self.settings.sanitize), *after.kernel_args())
         self.kernels[key] = BuiltKernel(
             key,
@@ -246,7 +267,17 @@ class KernelBuilder:
             result.seconds if result.ran_make else None,
         )
         tree = request.tree
-        return Kernel(key, result, request.arch, tree.features, tree.path, cases=(), boot_args=boot_args, initrd=initrd)
+        return Kernel(
+            key,
+            result,
+            request.arch,
+            tree.features,
+            tree.path,
+            cases=(),
+            boot_args=boot_args,
+            initrd=initrd,
+            modules=suite_modules,
+        )
 
     def listing(self, kernel: Kernel, locations: dict[str, tuple[str, int]] | None = None) -> CaseList:
         """The image's cases (from a kunit.action=list boot) and their C locations (from its build, unless given),

@@ -3,6 +3,7 @@ before (reuse.py), or, on an xdist worker sharing no cache with its controller, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -11,10 +12,12 @@ import pytest
 
 from ..arch import Arch
 from ..findings import coverage, initramfs
+from ..guest.module_boots import module_cases
 from ..guest.replay import Replayed, ReplayError, ReplayRunner
 from ..host.cache import CaseList
+from ..host.progress import Progress
 from ..kernel.build import RECORD, build_dir_of
-from ..model import BuildResult, BuiltKernel, Kernel
+from ..model import BuildResult, BuiltKernel, CaseId, Kernel
 from ..versions import TreeFeatures
 from .builder import KernelBuilder
 from .reuse import Reuse
@@ -46,12 +49,13 @@ class SessionState(KernelBuilder):
     reuse: Reuse | None = None  # kernels built before that serve a fragment never built (--kunit-reuse-kernels)
     replayed: Replayed | None = None  # --kunit-replay's console, which every outcome comes from
     replayed_as: str | None = None  # the node id the replayed console's cases were collected under
+    _named_built_in: set[str] = field(default_factory=set)  # kernels whose built-in suites were named (module mode)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.settings.share_kernels:
             self.sharing = {name: Sharing(self, arch) for name, arch in self.arches.items()}
-        if self.settings.reuse_kernels:
+        if self.settings.reuse_kernels and not self.settings.modules:  # a kernel built before has no modules
             self.reuse = Reuse(self)
 
     def kernel_for(self, path: Path, key: str, arch: Arch | None = None) -> Kernel:
@@ -71,7 +75,18 @@ class SessionState(KernelBuilder):
         # Only the counters of the directories the suites live in leave the guest.
         dirs = coverage.tested_dirs(file for file, _ in listing.locations.values())
         boot_args = initramfs.with_gcov_dirs(unlisted.boot_args, dirs)
-        return replace(unlisted, cases=listing.cases, attributes=listing.attributes, boot_args=boot_args)
+        cases = listing.cases
+        if unlisted.modules:
+            cases = (*cases, *(case for module in unlisted.modules for case in module_cases(module)))
+            self._name_built_in(key, listing.cases)
+        return replace(unlisted, cases=cases, attributes=listing.attributes, boot_args=boot_args)
+
+    def _name_built_in(self, key: str, built_in: Sequence[CaseId]) -> None:
+        """--kunit-modules: say once which suites run built in, as Kconfig would not make them modules."""
+        suites = list(dict.fromkeys(suite for suite, _ in built_in))
+        if suites and key not in self._named_built_in:
+            self._named_built_in.add(key)
+            Progress(self.config).done(f"{key}: built in (cannot be a module): {', '.join(suites)}")
 
     def replay(self, replayed: Replayed) -> None:
         """Take every outcome from `replayed`, a saved console, instead of building and booting."""

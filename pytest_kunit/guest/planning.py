@@ -10,6 +10,7 @@ import fnmatch
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..findings.initramfs import MODULES_ARG
 from ..model import Attributes, CaseId
 from ..options import Isolate
 
@@ -136,11 +137,14 @@ class BootFilter:
     glob: str | None = None
     attributes: str | None = None
     single: bool = False
+    modules: tuple[str, ...] | None = None  # --kunit-modules: the modules /init loads (module_boots.py)
 
     def kernel_args(self) -> tuple[str, ...]:
         args = [f"kunit.filter_glob={_quoted(self.glob)}"] if self.glob is not None else []
         if self.attributes is not None:
             args.append(f"kunit.filter={self.attributes}")
+        if self.modules is not None:
+            args.append(f"{MODULES_ARG}={','.join(self.modules)}")
         return tuple(args)
 
     def describe(self) -> str:

@@ -20,7 +20,7 @@ from ..findings.outcomes import Outcome, case_outcomes
 from ..findings.sanitizer_verdicts import OutsideReports
 from ..host.cachelayout import CacheLayout
 from ..model import CaseId, Kernel, Settings, Stats
-from . import recovery
+from . import module_boots, recovery
 from .accel import Accelerator, kvm_failure
 from .boot import (
     BOOT_ALLOWANCE,
@@ -149,11 +149,27 @@ class Runner:
     @staticmethod
     def _filters(kernel: Kernel, remaining: list[CaseId], named_singly: bool) -> list[BootFilter]:
         if kernel.features.filter_list:
-            return [BootFilter(list_filter(kernel.cases, remaining))]
-        if named_singly:
+            filters = [BootFilter(list_filter(kernel.cases, remaining))]
+        elif named_singly:
             # A single glob can only leave out the cases a stopped guest did run by naming the others one by one.
-            return single_case_filters(remaining)
-        return single_glob_filters(kernel.cases, remaining, kernel.attributes if kernel.features.attributes else None)
+            filters = single_case_filters(remaining)
+        else:
+            # Module suites' attributes are not listed (their tables give names only): no kunit.filter on them.
+            known = kernel.features.attributes and not kernel.modules
+            filters = single_glob_filters(kernel.cases, remaining, kernel.attributes if known else None)
+        return [module_boots.loading(kernel, boot) for boot in filters] if kernel.modules else filters
+
+    def _executed(self, kernel: Kernel, boot_filter: BootFilter, wanted: set[CaseId]) -> list[CaseId]:
+        if boot_filter.modules is None:
+            return executed_cases(kernel.cases, boot_filter, kernel.attributes)
+        executed = module_boots.executed(kernel, boot_filter, kernel.attributes)
+        ignored = [case for case in executed if case not in wanted and case not in self.outcomes.get(kernel.key, {})]
+        if ignored and not kernel.features.module_filter:
+            self.announce(
+                f"{len(ignored)} cases of the modules {', '.join(boot_filter.modules)} run too, as this kernel filters "
+                "no module's suites: their results are ignored (they were not selected)"
+            )
+        return executed
 
     def _kernel_args(self, kernel: Kernel, boot_filter: BootFilter) -> tuple[str, ...]:
         args = list(boot_filter.kernel_args())
@@ -213,7 +229,7 @@ class Runner:
     ) -> bool:
         """Boot once; record outcomes for `wanted`; return whether the guest stopped part-way."""
         self.stats.filters.append(boot_filter.describe())
-        executed = executed_cases(kernel.cases, boot_filter, kernel.attributes)
+        executed = self._executed(kernel, boot_filter, wanted)
         record, events = self.guest(
             kernel,
             self._kernel_args(kernel, boot_filter),

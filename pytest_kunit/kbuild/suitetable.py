@@ -35,7 +35,7 @@ from .records import (
 MEMO = ".pytest-kunit-suite-objects"  # per object: (mtime, size) -> its digest, so a rebuild rereads only what changed
 FRAMEWORK = "lib/kunit/"  # the executor and the rest of KUnit: any change to them may change what a list boot prints
 _SHT_RELA, _SHT_NOBITS, _SHT_SYMTAB = 4, 8, 2
-_SHF_EXECINSTR, _SHF_STRINGS = 0x4, 0x20
+_SHF_WRITE, _SHF_EXECINSTR, _SHF_STRINGS = 0x1, 0x4, 0x20
 _SHN_UNDEF, _SHN_LORESERVE, _SHN_ABS = 0, 0xFF00, 0xFFF1
 _STT_SECTION = 3
 
@@ -129,6 +129,54 @@ class _Object:
             raise Opaque("a suite name is not terminated")
         return field[: field.index(b"\0")].decode()
 
+    def _pointer(self, index: int, addend: int) -> tuple[int, int, str]:
+        """Where a pointer points (section, address) and at what: "code", "text" (strings), "rodata" (other read-only
+        data: a KASAN build's strings, between red zones) or "data" (writable)."""
+        symbol = self.symbols[index] if index else None
+        if symbol is None or not _SHN_UNDEF < symbol.section < _SHN_LORESERVE:
+            raise Opaque("a suite points outside its object")
+        flags = self.sections[symbol.section].flags
+        what = (
+            "code"
+            if flags & _SHF_EXECINSTR
+            else "text"
+            if flags & _SHF_STRINGS
+            else "data"
+            if flags & _SHF_WRITE
+            else "rodata"
+        )
+        return symbol.section, symbol.value + addend, what
+
+    def _text(self, section: int, address: int) -> str:
+        start = self.sections[section].offset + address
+        return self.data[start : self.data.index(b"\0", start)].decode(errors="replace")
+
+    def case_names(self, section: int, suite: int) -> tuple[str, ...]:
+        """The names of the cases of the suite at `suite` in `section`."""
+        fields = [
+            (offset, self._pointer(symbol, addend))
+            for offset, symbol, _, addend in self.relocations.get(section, ())
+            if suite + SUITE_NAME_BYTES <= offset < suite + SUITE_NAME_BYTES + 64
+        ]
+        array = next((target for _, target in sorted(fields) if target[2] == "data"), None)
+        if array is None:
+            raise Opaque("a suite has no case array")
+        holder = self._holder(array[0], array[1])
+        if holder is None:
+            raise Opaque("a suite's case array is no variable of its object")
+        end = holder.value + holder.size
+        pointers = {
+            offset: self._pointer(symbol, addend)
+            for offset, symbol, _, addend in self.relocations.get(array[0], ())
+            if array[1] <= offset < end
+        }
+        names = []
+        for offset, (section_of, address, what) in sorted(pointers.items()):
+            before = pointers.get(offset - 8)
+            if what in ("text", "rodata") and before is not None and before[2] == "code":
+                names.append(self._text(section_of, address))
+        return tuple(names)
+
     def _holder(self, section: int, address: int) -> ElfSymbol | None:
         """The data object (variable) an address lies in."""
         for symbol in self.symbols:
@@ -178,6 +226,24 @@ def suite_names(path: Path) -> tuple[str, ...]:
     at the pointer's target. Anything that is not exactly that is Opaque."""
     reader, entries = _suite_pointers(path)
     return tuple(reader.name_at(symbol, kind, addend) for _, symbol, kind, addend in entries) if reader else ()
+
+
+def suite_cases(path: Path) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each suite an object's suite tables register, with its cases' names, in table order: what a list boot would
+    print of them. A suite's case array is the one pointer past its name into data that is neither code nor text;
+    each case there is a pointer to its function followed by one to its name (`struct kunit_case` in every kernel
+    5.5..6.12), the array ending with an entry holding neither. Anything else is Opaque (a name computed at run time,
+    as the series' RFC modules have)."""
+    reader, entries = _suite_pointers(path)
+    if reader is None:
+        return ()
+    suites = []
+    for _, symbol, kind, addend in entries:
+        name = reader.name_at(symbol, kind, addend)
+        if not name:
+            raise Opaque(f"{path}: a suite's name is set at run time")
+        suites.append((name, reader.case_names(reader.symbols[symbol].section, reader.symbols[symbol].value + addend)))
+    return tuple(suites)
 
 
 def _has_roots(path: Path) -> bool:

@@ -23,7 +23,7 @@ from ..host.processes import group
 from ..kbuild.records import kconfig_inputs
 from ..model import BuildResult
 from ..options import Wrapper
-from . import linkonly
+from . import linkonly, moduleonly, modules
 from .freshness import TreeLook, look_at_tree
 from .image import ImageCheck, ImageRecord, check_image
 from .kconfig import Fragment, check_fragment, parse_fragment
@@ -53,11 +53,12 @@ class BuildRequest:
     # More words for every make run (--kunit-make-options, then --kunit-cross-compile's CROSS_COMPILE=): part of the
     # build key, as each can change what is built (a compiler, its flags).
     make_options: tuple[str, ...] = ()
+    modules: bool = False  # --kunit-modules: the suites built as modules (modules.py); keys the build
 
 
 def full_fragment(request: BuildRequest) -> Fragment:
     arch_fragment = parse_fragment("\n".join(request.arch.kconfig), f"arch.py:{request.arch.name}")
-    return arch_fragment + request.fragment
+    return arch_fragment + request.fragment + (modules.mode_fragment() if request.modules else Fragment(()))
 
 
 def _build_key_digest(*parts: str) -> str:
@@ -267,18 +268,35 @@ def _make_image(
     log = build_dir / LOG
     log.write_text(f"# pytest-kunit build of {request.tree.path} into {build_dir}\n# compiler: {wrapping.describe}\n")
     env = os.environ | wrapping.env
-    make = Make(request.tree.path, build_dir, request.arch, request.jobs, log, env, request.make_options)
+    make = Make(
+        request.tree.path, build_dir, request.arch, request.jobs, log, env, request.make_options, request.modules
+    )
     fragment = full_fragment(request)
-    configured = _configured(request.tree.path, build_dir)
-    if configured:
-        check_fragment(fragment, (build_dir / ".config").read_text(), request.tree.path, request.arch.make.source_arch)
+    srcarch = request.arch.make.source_arch
+    as_configured = modules.recorded(fragment, build_dir) if request.modules else fragment
+    configured = as_configured is not None and _configured(request.tree.path, build_dir)
+    if configured and as_configured is not None:
+        check_fragment(as_configured, (build_dir / ".config").read_text(), request.tree.path, srcarch)
     else:
         progress.phase(f"configuring kernel in {build_dir}")
+        if request.modules:
+            fragment = modules.configured(fragment, request.tree.path, srcarch, build_dir)
         _configure(request, make, fragment)
     before = ccache_counts(wrapping)
     edits = look.edits if look is not None else None
+    recorded = look.link_only if look else {}
+    if configured and request.modules:
+        modules_only = moduleonly.plan(request.tree.path, build_dir, edits, recorded, snapshot)
+        if modules_only.modules:
+            why = moduleonly.build(make, modules_only, progress)
+            if not why:
+                count = len(modules_only.modules)
+                note = f"module-only: {count} module{'s' if count > 1 else ''} made, the image unchanged: no link"
+                return _checked(request, build_dir, image, log, previous), note
+            full_make(make, progress, f"not module-only: {why}")
+            return _checked(request, build_dir, image, log, previous), hit_note(before, ccache_counts(wrapping))
     route = (
-        linkonly.plan(request.tree.path, build_dir, edits, look.link_only if look else {}, snapshot)
+        linkonly.plan(request.tree.path, build_dir, edits, recorded, snapshot)
         if configured
         else linkonly.Plan((), "the configuration was completed again")  # what compiles, and how, may differ
     )
@@ -289,6 +307,12 @@ def _make_image(
     else:
         note = _link_only_note(len(route.objects), done.linked, image.name)
     note = "; ".join(part for part in (note, hit_note(before, ccache_counts(wrapping))) if part)
+    return _checked(request, build_dir, image, log, previous), note
+
+
+def _checked(
+    request: BuildRequest, build_dir: Path, image: Path, log: Path, previous: ImageRecord | None
+) -> ImageCheck:
     if not image.exists():
         raise BuildError(f"make succeeded but {image} is missing.", f"read the build log {log}.")
     checked = check_image(image, request.arch.make.elf, None, previous=previous)
@@ -297,7 +321,7 @@ def _make_image(
             f"make built a damaged kernel image {image}: {checked.problem}.",
             f"read the build log {log}; delete the build directory {build_dir} to build it afresh.",
         )
-    return checked, note
+    return checked
 
 
 def _link_only_note(objects: int, linked: bool, image_name: str) -> str:

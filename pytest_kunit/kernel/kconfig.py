@@ -22,6 +22,7 @@ class Entry:
     symbol: str
     value: str  # "y", "m", "n", a number or a quoted string, exactly as .config spells it
     origin: str  # file:line
+    or_builtin: bool = False  # "m" that Kconfig may raise to "y" (a suite made a module where it can be one)
 
 
 @dataclass(frozen=True)
@@ -141,9 +142,13 @@ def _unmet(conditions: Iterable[str], dotconfig: dict[str, str]) -> tuple[str, .
     return tuple(dict.fromkeys(names))
 
 
+def _holds(entry: Entry, actual: str) -> bool:
+    return actual == entry.value or (entry.or_builtin and entry.value == "m" and actual == "y")
+
+
 def dropped_symbols(fragment: Fragment, dotconfig: dict[str, str], tree: Path, srcarch: str = "x86") -> list[Dropped]:
     """Every entry the fragment asks for that does not hold in .config, with what Kconfig says it needs."""
-    missing = [entry for entry in fragment.entries if dotconfig.get(entry.symbol, "n") != entry.value]
+    missing = [entry for entry in fragment.entries if not _holds(entry, dotconfig.get(entry.symbol, "n"))]
     if not missing:
         return []
     definitions = kconfig_definitions(tree, {entry.symbol.removeprefix("CONFIG_") for entry in missing}, srcarch)
@@ -178,6 +183,7 @@ _KCONFIG_ENDIF = re.compile(r"^\s*endif\b")
 _KCONFIG_MENU = re.compile(r'^\s*(?:menu\s+"(?P<title>[^"]*)"|choice\b)')
 _KCONFIG_HELP = re.compile(r"^\s*(?:help|---help---)\s*$")
 _KCONFIG_ENDMENU = re.compile(r"^\s*(?:endmenu|endchoice)\b")
+_KCONFIG_TYPE = re.compile(r"^\s*(?P<type>(?:def_)?(?:bool|tristate)|string|int|hex)\b")
 
 
 class _KconfigWalk:
@@ -190,6 +196,7 @@ class _KconfigWalk:
         self.srcarch = srcarch
         self.needs: dict[str, list[str]] = {}  # `depends on` lines
         self.context: dict[str, list[str]] = {}  # enclosing `if` and `menu` conditions
+        self.types: dict[str, str] = {}  # "bool", "tristate", ...: the type line of each wanted symbol's block
         self.visited: set[Path] = set()
 
     def run(self) -> dict[str, tuple[str, ...]]:
@@ -219,6 +226,7 @@ class _KconfigWalk:
         blocks: list[str | None] = []  # the open if/menu/choice blocks of this file: their condition, if any
         menu: tuple[int, int] | None = None  # (block index, line) of a menu whose `depends on` lines are being read
         current: list[str] | None = None  # the needs of the wanted symbol whose block this line is in
+        named = ""  # that symbol's name
         help_indent: int | None = None  # inside help text: its indentation (-1 until its first line)
         for number, line in enumerate(lines, 1):
             if help_indent is not None:
@@ -240,6 +248,7 @@ class _KconfigWalk:
                 name = start.group(1)
                 current = None
                 if name in self.names:
+                    named = name
                     current = self.needs.setdefault(name, [])
                     self.context.setdefault(name, []).extend(conditions)
                 continue
@@ -249,6 +258,10 @@ class _KconfigWalk:
                 continue
             if current is not None and need:
                 current.append(f"depends on {need.group(1).strip()}")
+                continue
+            typed = _KCONFIG_TYPE.match(line)
+            if current is not None and typed:
+                self.types.setdefault(named, typed["type"].removeprefix("def_"))
                 continue
             if _KCONFIG_BLOCK_END.match(line):
                 current = None
@@ -264,6 +277,13 @@ class _KconfigWalk:
                 menu = (len(blocks) - 1, number)
             elif (_KCONFIG_ENDIF.match(line) or _KCONFIG_ENDMENU.match(line)) and blocks:
                 blocks.pop()
+
+
+def kconfig_types(tree: Path, names: set[str], srcarch: str = "x86") -> dict[str, str]:
+    """The type ("bool", "tristate", ...) of each symbol in `names` that the tree defines, in one walk."""
+    walk = _KconfigWalk(tree, names, srcarch)
+    walk.run()
+    return walk.types
 
 
 def kconfig_definitions(tree: Path, names: set[str], srcarch: str = "x86") -> dict[str, tuple[str, ...]]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BuildError
+from ..kbuild.modulefiles import module_paths
 from ..kbuild.records import cmd_path, readers_of, thin_members
 from ..versions import rewritten_by_make
 from .makerun import Make, ProgressCallback
@@ -71,12 +72,12 @@ def plan(
         archived = _library_members(build_dir)
     except (OSError, ValueError):  # records.NotARecord: an archive that is not thin
         return Plan((), "no thin vmlinux.a to link from (kernels before 6.1)")
-    edits = [edit for edit in edits if not _EDITOR_FILE.search(os.path.basename(edit))]
+    edits = [edit for edit in edits if not is_editor_file(edit)]
     objects: list[str] = []
     for edit in edits:
         source = os.path.relpath(edit, tree)
         if os.path.isdir(edit) and not os.path.islink(edit):
-            why = _relisted(tree, source, listed, edits)
+            why = relisted(tree, source, listed, edits)
         else:
             why = _unlinkable(build_dir, edit, source, linked, archived)
             objects.append(os.path.splitext(source)[0] + ".o")
@@ -115,6 +116,7 @@ def listing(tree: Path, build_dir: Path) -> dict[str, list[str]] | None:
     except (OSError, ValueError):  # records.NotARecord: an archive that is not thin
         return None
     directories = {os.path.dirname(os.path.normpath(member)) for member in members}
+    directories |= {os.path.dirname(module) for module in module_paths(build_dir)}  # --kunit-modules' modules
     entries: dict[str, list[str]] = {}
     for directory in directories:
         try:
@@ -125,7 +127,11 @@ def listing(tree: Path, build_dir: Path) -> dict[str, list[str]] | None:
     return entries
 
 
-def _relisted(tree: Path, directory: str, listed: Mapping[str, Sequence[str]], edits: Sequence[str]) -> str:
+def is_editor_file(path: str) -> bool:
+    return _EDITOR_FILE.search(os.path.basename(path)) is not None
+
+
+def relisted(tree: Path, directory: str, listed: Mapping[str, Sequence[str]], edits: Sequence[str]) -> str:
     """Why a changed directory stops the link-only build; "" if it holds the same entries as when the last build
     started (an editor saved by renaming), any new one an edit checked on its own."""
     before = listed.get(directory)

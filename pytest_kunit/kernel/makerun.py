@@ -41,6 +41,7 @@ class Make:
     log: Path
     env: Mapping[str, str]
     options: tuple[str, ...] = ()  # the user's make variables and flags (--kunit-make-options), after ours
+    modules: bool = False  # the full make builds the modules too (--kunit-modules)
 
     def command(self, *targets: str) -> list[str]:
         return ["make", "-C", str(self.tree), f"O={self.build_dir}", *self.variables(), *targets]
@@ -114,11 +115,11 @@ def full_make(make: Make, progress: ProgressCallback, why: str = "") -> None:
     """`make <target>`: Kbuild walks the whole tree and rebuilds what changed. `why` says why no shorter way ran."""
     image = make.build_dir / make.arch.make.image
     expected, like = _expected_steps(make.build_dir, image)
-    target = make.arch.make.target
+    target = f"{make.arch.make.target} modules" if make.modules else make.arch.make.target
     about = f"about {expected} steps {like}" if expected else "incremental" if image.exists() else "step count unknown"
     about += f"; {why}" if why else ""
     progress.phase(f"building kernel: make -j{make.jobs} {target} ({about}); log: {make.log}")
-    steps = make.run(make.command(f"-j{make.jobs}", target), progress, expected)
+    steps = make.run(make.command(f"-j{make.jobs}", *target.split()), progress, expected)
     steps_file = make.build_dir / STEPS
     if steps > (_recorded_steps(steps_file) or 0):
         write_atomically(steps_file, str(steps))  # the largest count: what a cold build takes

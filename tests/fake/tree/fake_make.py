@@ -191,6 +191,35 @@ def compiled_outcomes(out: Path) -> dict[str, str]:
     return outcomes
 
 
+MODULE_SOURCE = "lib/kunit/fake-module-test.c"  # the module of the suite whose "config" is FAKE_MODULE_TEST
+MODULE = "lib/kunit/fake-module-test.ko"
+
+
+def build_module(out: Path) -> None:
+    """MODULE from MODULE_SOURCE, as Kbuild makes a module: its object (with its .cmd record), Kbuild's .mod list
+    of its objects, and the .ko: the suite's tables (suite_source), a .modinfo section, and the suite as JSON (with
+    the outcomes the source's `// fake-outcome:` lines give) for the fake QEMU to run when /init loads it."""
+    compile_source(MODULE_SOURCE, out)
+    outcomes = dict(_OUTCOME.findall((TREE / MODULE_SOURCE).read_text()))
+    spec = json.loads((TREE / "guest.json").read_text())
+    suite = next(suite for suite in spec["suites"] if suite.get("config") == "FAKE_MODULE_TEST")
+    for case in suite["cases"]:
+        if case["name"] in outcomes:
+            case["outcome"] = outcomes[case["name"]]
+    module = out / MODULE
+    generated = module.with_suffix(".fake.c")
+    blob = json.dumps(suite).replace("\\", "\\\\").replace('"', '\\"')
+    generated.write_text(
+        suite_source(suite)
+        + '\n__attribute__((used, section(".modinfo"))) static const char info[] = "name=fake_module_test\\0depends=";'
+        + f'\n__attribute__((used)) static const char fake[] = "FAKE-MODULE:{blob}:END";\n'
+    )
+    print(f"  LD [M]  {MODULE}", flush=True)
+    subprocess.run(["gcc", "-O2", "-c", "-o", str(module), str(generated)], check=True)
+    generated.unlink()
+    (out / MODULE.replace(".ko", ".mod")).write_text(object_of(MODULE_SOURCE) + "\n")
+
+
 def walk(out: Path) -> None:
     """Kbuild's walk of the tree: every object older than its source compiled again."""
     with (out / "walks").open("a") as walks:
@@ -229,7 +258,19 @@ def main(target: str, build_dir: str) -> int:
         if previous is not None:  # a record for the tests, not a file Kbuild writes: its time tells nothing
             os.utime(record, ns=(previous, previous))
     dotconfig = out / ".config"
-    if target.endswith(".o"):
+    if target == "modules" or target.endswith(".ko"):
+        if target == "modules":  # what Kbuild leaves: the list of every module it built
+            built = "CONFIG_FAKE_MODULE_TEST=m" in dotconfig.read_text()
+            (out / "modules.order").write_text(f"{MODULE}\n" if built else "")
+            if not built:
+                return 0
+        elif target != MODULE:
+            print(f"make[1]: *** No rule to make target '{target}'.  Stop.")
+            return 2
+        else:  # Kbuild's single-module make: a modules.order of its own, then removed
+            (out / "modules.order").unlink(missing_ok=True)
+        build_module(out)
+    elif target.endswith(".o"):
         if target[: -len(".o")] + ".c" not in COMPILED:  # what Kbuild says of an object it has no rule for
             print(f"make[1]: *** No rule to make target '{target}'.  Stop.")
             return 2
