@@ -4,10 +4,12 @@ through the KTAP parser."""
 from __future__ import annotations
 
 import atexit
+import fcntl
 import os
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -21,6 +23,10 @@ from .launch import launcher
 
 if TYPE_CHECKING:
     import pexpect
+    from pexpect.popen_spawn import PopenSpawn
+
+F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Linux), which Python's fcntl names from 3.10 on some builds only
+PIPE_BYTES = 1 << 20  # the most an unprivileged process may ask (/proc/sys/fs/pipe-max-size's default)
 
 
 def watchdog_seconds(case_timeout: float) -> float:
@@ -64,7 +70,7 @@ class BootRequest:
     initrd: Path | None = None
 
 
-_LIVE: weakref.WeakSet[pexpect.spawn[str]] = weakref.WeakSet()
+_LIVE: weakref.WeakSet[pexpect.spawn[str] | PopenSpawn[str]] = weakref.WeakSet()
 
 
 @atexit.register
@@ -102,15 +108,7 @@ class Guest:
         self._console = BoundedConsole(self.record.console, self.record.console_map)
         self._started = time.monotonic()
         try:
-            self._child = pexpect.spawn(
-                self.record.command[0],
-                self.record.command[1:],
-                encoding="utf-8",
-                codec_errors="replace",
-                timeout=request.silence_timeout,
-                echo=False,
-                preexec_fn=self._launcher.prepare_child(),
-            )
+            self._child = self._spawn()
         except (OSError, pexpect.ExceptionPexpect) as error:
             why = (error.strerror if isinstance(error, OSError) else None) or str(error)
             if isinstance(error, FileNotFoundError):
@@ -120,6 +118,29 @@ class Guest:
                 self._launcher.start_remedy,
             ) from None
         _LIVE.add(self._child)
+
+    def _spawn(self) -> pexpect.spawn[str] | PopenSpawn[str]:
+        import pexpect
+        from pexpect.popen_spawn import PopenSpawn
+
+        command, timeout = self.record.command, self.request.silence_timeout
+        if not self._launcher.console_pipe:
+            return pexpect.spawn(
+                command[0],
+                command[1:],
+                encoding="utf-8",
+                codec_errors="replace",
+                timeout=timeout,
+                echo=False,
+                preexec_fn=self._launcher.prepare_child(),
+            )
+        # A thread drains the pipe as output comes, whatever the parser is doing, into as large a pipe as the host
+        # allows: what the guest writes in a burst is kept, not dropped.
+        prepare = self._launcher.prepare_child()
+        child = PopenSpawn(command, timeout=timeout, encoding="utf-8", codec_errors="replace", preexec_fn=prepare)
+        with suppress(OSError, AttributeError):
+            fcntl.fcntl(cast(Any, child.proc.stdout).fileno(), F_SETPIPE_SZ, PIPE_BYTES)
+        return child
 
     def lines(self, first_output_timeout: float | None = None) -> Iterator[str]:
         import pexpect
@@ -169,20 +190,27 @@ class Guest:
         return line
 
     def close(self) -> BootRecord:
+        from pexpect.popen_spawn import PopenSpawn
+
         child = self._child
         # After EOF isalive() waits for the guest to exit, so one still alive here is one we end ourselves.
-        ours = child.isalive()
-        # The guest leads a session of its own (pexpect's pty): its group holds whatever a wrapper script started
-        # too, or a UML kernel's helper processes.
+        ours = child.proc.poll() is None if isinstance(child, PopenSpawn) else child.isalive()
+        # The guest leads a session of its own (pexpect's pty, or UML's setsid): its group holds whatever a wrapper
+        # script started too, or a UML kernel's helper processes.
         kill_group(child.pid)
+        if isinstance(child, PopenSpawn):
+            returncode = child.proc.wait()
+            exit_status, signal_status = (returncode, None) if returncode >= 0 else (None, -returncode)
+        else:
+            if not ours:
+                # Exited and reaped already: ptyprocess's pause for the kernel to update its status (0.1 s, a
+                # boot's tenth on a warm run) has nothing to wait for.
+                cast(Any, child).ptyproc.delayafterclose = 0  # ptyproc is missing from pexpect's type stubs
+            child.close(force=True)
+            exit_status, signal_status = child.exitstatus, child.signalstatus
+        self.record.exit_status = exit_status if exit_status is not None else signal_status
         if not ours:
-            # Exited and reaped already: ptyprocess's pause for the kernel to update its status (0.1 s, a boot's
-            # tenth on a warm run) has nothing to wait for.
-            cast(Any, child).ptyproc.delayafterclose = 0  # ptyproc is missing from pexpect's type stubs
-        child.close(force=True)
-        self.record.exit_status = child.exitstatus if child.exitstatus is not None else child.signalstatus
-        if not ours:
-            self.record.outside_signal = self._launcher.outside_signal(child.signalstatus, self.record.console)
+            self.record.outside_signal = self._launcher.outside_signal(signal_status, self.record.console)
         self.record.seconds = time.monotonic() - self._started
         return self.record
 

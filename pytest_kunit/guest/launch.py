@@ -3,6 +3,7 @@ Linux kernel, which is itself a host program. The runner and the console streami
 
 from __future__ import annotations
 
+import os
 import re
 import resource
 import shutil
@@ -55,6 +56,11 @@ class Launcher(Protocol):
     def start_remedy(self) -> str:
         """What to do when the guest's program cannot be started at all."""
 
+    @property
+    def console_pipe(self) -> bool:
+        """Whether its console is read from a pipe drained as it comes (True) or from a pty (False): a program that
+        drops what a full terminal will not take must have the pipe."""
+
     def kernel_args(self) -> tuple[str, ...]:
         """What every boot's kernel command line starts with."""
 
@@ -76,6 +82,7 @@ class QemuLauncher:
     unused_options: tuple[str, ...] = ()
     unused_why: str = ""
     start_remedy: str = "check that --kunit-qemu (ini: kunit_qemu) names a QEMU that runs: try it with --version."
+    console_pipe: bool = False  # QEMU's serial port waits for a full pty: it loses nothing there
 
     def kernel_args(self) -> tuple[str, ...]:
         return (*self.settings.kernel_args, *QEMU_KERNEL_ARGS)
@@ -123,6 +130,9 @@ class UmlLauncher:
         "the program is the build's own `linux` binary: delete its build directory to build it afresh, or run it by "
         "hand to see why it does not start."
     )
+    # UML's console writes never block (its channels are non-blocking) and drop what the terminal will not take: a
+    # burst (a sanitizer report at boot) that filled a pty while the reader was busy lost KTAP lines.
+    console_pipe: bool = True
 
     def kernel_args(self) -> tuple[str, ...]:
         return (*self.settings.kernel_args, *UML_KERNEL_ARGS)
@@ -134,12 +144,14 @@ class UmlLauncher:
         return exit_signal if exit_signal is not None and exit_signal not in _UML_OWN_DEATHS else None
 
     def prepare_child(self) -> Callable[[], None] | None:
-        return _no_core_dump
+        return _uml_child
 
 
-def _no_core_dump() -> None:
+def _uml_child() -> None:
     # A panicking UML kernel aborts: without this, a core of its whole memory could land in the working directory.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # A session of its own, as a pty gives QEMU: its group holds the kernel's helper processes, stopped together.
+    os.setsid()
 
 
 def launcher(arch: Arch) -> Launcher:

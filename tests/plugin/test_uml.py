@@ -82,3 +82,17 @@ def test_selection_and_xdist_run_several_uml_kernels(project: pytest.Pytester, f
     workers = {boot["worker"] for boot in fake_kernel.test_boots()}
     assert workers == {"gw0", "gw1"}
     assert all(Path(boot["argv"][1]).name == "linux" for boot in fake_kernel.boots())
+
+
+def test_a_burst_that_uml_drops_on_a_full_terminal_loses_no_result(
+    project: pytest.Pytester, fake_kernel: FakeKernel
+) -> None:
+    """UML's console writes never block and drop what the terminal will not take (its channels are non-blocking):
+    half a megabyte printed at boot (a sanitizer report, say) before KTAP lost the KTAP lines behind it from a pty
+    read line by line. The console is a pipe drained by a thread into a 1 MiB buffer: every result arrives."""
+    spec = fake_kernel.spec()
+    spec["uml_console_drops"] = True
+    spec["printk_boot"] = [f"boot noise {number:05d} " + "x" * 100 for number in range(5000)]
+    fake_kernel.write_spec(spec)
+    result = project.runpytest(*fake_kernel.uml_options("-k", "other"))
+    result.assert_outcomes(passed=2)
