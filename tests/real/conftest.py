@@ -241,9 +241,10 @@ class Builder(threading.Thread):
         """The builder's run of `name`, once done; its progress lines shown as they come, and first which kernel it
         is still building, if another."""
         shown = 0
-        ahead = [other for other in self.names if not self.done[other].is_set() and other != name]
-        if show is not None and ahead and self.names.index(ahead[0]) < self.names.index(name):
-            show(f"    [tier] {name}: the tier's builder is building {', '.join(ahead[:3])} first")
+        before = self.names[: self.names.index(name)]
+        ahead = [other for other in before if not self.done[other].is_set()]
+        if show is not None and ahead:
+            show(f"    [tier] {name}: the tier's builder builds {', '.join(ahead)} first")
         while not self.done[name].wait(2):
             shown = self.show_new(name, shown, show)
         self.show_new(name, shown, show)
