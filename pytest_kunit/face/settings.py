@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import shlex
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -222,86 +221,6 @@ def arch_config_path(config: pytest.Config) -> Path | None:
     return found
 
 
-def _kconfig_add(config: pytest.Config) -> tuple[str, ...]:
-    """--kunit-kconfig-add's lines, each checked as a fragment's line is (the same parser); errors name each by its
-    place among them (`--kunit-kconfig-add:2`), as a file's by its line."""
-    value, source = _raw(config, "kunit_kconfig_add")
-    if value is None:
-        return ()
-    from ..errors import ConfigError
-    from ..kernel.kconfig import parse_fragment
-
-    lines = tuple(line for entry in value for line in str(entry).splitlines())
-    try:
-        parse_fragment("\n".join(lines), "--kunit-kconfig-add")
-    except ConfigError as error:
-        raise pytest.UsageError(f"{source}: {error.render()}") from None
-    return lines
-
-
-# Words of --kunit-make-options that pytest-kunit sets itself, and the option that sets each instead.
-_OWN_MAKE_WORDS = {
-    "ARCH": "--kunit-arch",
-    "O": "--kunit-cache-dir (every build has a directory of its own there)",
-    "CROSS_COMPILE": "--kunit-cross-compile (it also decodes crash reports)",
-    "-C": "--kunit-kernel-src",
-    "--directory": "--kunit-kernel-src",
-}
-# Kernel parameters of --kunit-kernel-args that would undo pytest-kunit's own choice of cases.
-_OWN_KERNEL_ARGS = ("kunit.filter_glob", "kunit.filter", "kunit.action")
-
-
-def _words(config: pytest.Config, name: str) -> tuple[tuple[str, ...], str]:
-    """An option's words, split as a shell splits them (no shell runs), and where they came from."""
-    value, source = _raw(config, name)
-    if value is None:
-        return (), source
-    try:
-        return tuple(shlex.split(str(value))), source
-    except ValueError as error:
-        raise pytest.UsageError(f"{source}: {str(value)!r} does not split into words: {error}") from None
-
-
-def _make_options(config: pytest.Config) -> tuple[str, ...]:
-    words, source = _words(config, "kunit_make_options")
-    for word in words:
-        name = word.split("=", 1)[0]
-        if name in _OWN_MAKE_WORDS or (word.startswith("-C") and len(word) > 2):
-            instead = _OWN_MAKE_WORDS.get(name, _OWN_MAKE_WORDS["-C"])
-            raise pytest.UsageError(f"{source}: pytest-kunit sets {name} itself: use {instead}")
-    return words
-
-
-# A kernel command-line word, as the kernel's next_arg() reads it: up to whitespace outside double quotes, which stay.
-_KERNEL_WORD = re.compile(r'(?:[^\s"]+|"[^"]*")+')
-
-
-def _kernel_args(config: pytest.Config) -> tuple[str, ...]:
-    """--kunit-kernel-args' words, split as the kernel splits its command line (quotes kept: `x="a b"` is one)."""
-    value, source = _raw(config, "kunit_kernel_args")
-    text = "" if value is None else str(value)
-    if text.count('"') % 2:
-        raise pytest.UsageError(f"{source}: {text!r} has an unclosed double quote")
-    words = tuple(_KERNEL_WORD.findall(text))
-    for word in words:
-        if word.split("=", 1)[0] in _OWN_KERNEL_ARGS:
-            raise pytest.UsageError(
-                f"{source}: {word!r} would change which cases the kernel runs, which pytest-kunit chooses: select "
-                "cases with -k, -m or node ids"
-            )
-    return words
-
-
-def _cross_compile(config: pytest.Config) -> str | None:
-    value, source = _raw(config, "kunit_cross_compile")
-    if value is None:
-        return None
-    prefix = str(value)
-    if any(character.isspace() for character in prefix):
-        raise pytest.UsageError(f"{source}: {prefix!r} is not a compiler prefix (aarch64-linux-gnu-, with no spaces)")
-    return prefix
-
-
 def _replay(config: pytest.Config) -> Path | None:
     """--kunit-replay's console: `-` (stdin), or a file that exists (relative to the rootdir in an ini file)."""
     from ..model import STDIN
@@ -340,6 +259,7 @@ def _modules(config: pytest.Config) -> bool:
 def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Settings:
     """The settings; `arches` names the architectures there are (default: arch.py's table)."""
     from ..model import Settings
+    from . import knobs  # with --kunit only: a run without it imports no more than its switch needs
 
     if arches is None:
         from ..arch import ARCHES
@@ -390,11 +310,11 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         reuse_kernels=_convert(config, "kunit_reuse_kernels", True, _yes_no, "yes or no"),
         cache_max_age=max_age,
         cache_keep_consoles=keep_consoles,
-        kconfig_add=_kconfig_add(config),
-        make_options=_make_options(config),
-        kernel_args=_kernel_args(config),
-        qemu_args=_words(config, "kunit_qemu_args")[0],
-        cross_compile=_cross_compile(config),
+        kconfig_add=knobs.kconfig_add(*_raw(config, "kunit_kconfig_add")),
+        make_options=knobs.make_options(*_raw(config, "kunit_make_options")),
+        kernel_args=knobs.kernel_args(*_raw(config, "kunit_kernel_args")),
+        qemu_args=knobs.words(*_raw(config, "kunit_qemu_args")),
+        cross_compile=knobs.cross_compile(*_raw(config, "kunit_cross_compile")),
         replay=_replay(config),
         modules=_modules(config),
     )

@@ -1,0 +1,88 @@
+"""kunit.py's knobs as options: each raw value (and where it came from, for errors) checked into what the build and
+the boots add to their own: kconfig lines, make options, kernel and QEMU arguments, a cross compiler's prefix."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+import pytest
+
+
+def kconfig_add(value: Any, source: str) -> tuple[str, ...]:
+    """--kunit-kconfig-add's lines, each checked as a fragment's line is (the same parser); errors name each by its
+    place among them (`--kunit-kconfig-add:2`), as a file's by its line."""
+    if value is None:
+        return ()
+    from ..errors import ConfigError
+    from ..kernel.kconfig import parse_fragment
+
+    lines = tuple(line for entry in value for line in str(entry).splitlines())
+    try:
+        parse_fragment("\n".join(lines), "--kunit-kconfig-add")
+    except ConfigError as error:
+        raise pytest.UsageError(f"{source}: {error.render()}") from None
+    return lines
+
+
+# Words of --kunit-make-options that pytest-kunit sets itself, and the option that sets each instead.
+_OWN_MAKE_WORDS = {
+    "ARCH": "--kunit-arch",
+    "O": "--kunit-cache-dir (every build has a directory of its own there)",
+    "CROSS_COMPILE": "--kunit-cross-compile (it also decodes crash reports)",
+    "-C": "--kunit-kernel-src",
+    "--directory": "--kunit-kernel-src",
+}
+# Kernel parameters of --kunit-kernel-args that would undo pytest-kunit's own choice of cases.
+_OWN_KERNEL_ARGS = ("kunit.filter_glob", "kunit.filter", "kunit.action")
+
+
+def words(value: Any, source: str) -> tuple[str, ...]:
+    """An option's words, split as a shell splits them (no shell runs)."""
+    if value is None:
+        return ()
+    try:
+        return tuple(shlex.split(str(value)))
+    except ValueError as error:
+        raise pytest.UsageError(f"{source}: {str(value)!r} does not split into words: {error}") from None
+
+
+def make_options(value: Any, source: str) -> tuple[str, ...]:
+    """--kunit-make-options' words, none of them one pytest-kunit sets itself."""
+    split = words(value, source)
+    for word in split:
+        name = word.split("=", 1)[0]
+        if name in _OWN_MAKE_WORDS or (word.startswith("-C") and len(word) > 2):
+            instead = _OWN_MAKE_WORDS.get(name, _OWN_MAKE_WORDS["-C"])
+            raise pytest.UsageError(f"{source}: pytest-kunit sets {name} itself: use {instead}")
+    return split
+
+
+# A kernel command-line word, as the kernel's next_arg() reads it: up to whitespace outside double quotes, which stay.
+_KERNEL_WORD = re.compile(r'(?:[^\s"]+|"[^"]*")+')
+
+
+def kernel_args(value: Any, source: str) -> tuple[str, ...]:
+    """--kunit-kernel-args' words, split as the kernel splits its command line (quotes kept: `x="a b"` is one)."""
+    text = "" if value is None else str(value)
+    if text.count('"') % 2:
+        raise pytest.UsageError(f"{source}: {text!r} has an unclosed double quote")
+    found = tuple(_KERNEL_WORD.findall(text))
+    for word in found:
+        if word.split("=", 1)[0] in _OWN_KERNEL_ARGS:
+            raise pytest.UsageError(
+                f"{source}: {word!r} would change which cases the kernel runs, which pytest-kunit chooses: select "
+                "cases with -k, -m or node ids"
+            )
+    return found
+
+
+def cross_compile(value: Any, source: str) -> str | None:
+    """--kunit-cross-compile's prefix: a compiler name's start, with no spaces."""
+    if value is None:
+        return None
+    prefix = str(value)
+    if any(character.isspace() for character in prefix):
+        raise pytest.UsageError(f"{source}: {prefix!r} is not a compiler prefix (aarch64-linux-gnu-, with no spaces)")
+    return prefix
