@@ -5,7 +5,7 @@ them, the link of each .ko) and boot the unchanged image: no tree walk, no vmlin
 What makes it sound is what makes linkonly.py's build sound (no Makefile, Kconfig file, header, configuration or
 environment Kbuild reads changed; each edited source read for its own object alone); and vmlinux holds none of these
 objects, so it is as a full make would leave it. Kbuild's single-module make writes a modules.order naming only its
-modules and then removes it; the real one (and Module.symvers, which modpost writes again) is put back.
+modules and then removes it; the real one (and Module.symvers with its .cmd, which modpost writes again) is put back.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from . import linkonly
 from .makerun import Make, ProgressCallback
 from .tree import changed_since
 
-KEPT = (ORDER, "Module.symvers")  # what the single-module make rewrites or removes, put back as they were
+# What the single-module make rewrites or removes, put back as they were: modpost writes Module.symvers and its
+# command record (.Module.symvers.cmd, on 6.1) again for these modules alone.
+KEPT = (ORDER, "Module.symvers", ".Module.symvers.cmd")
 
 
 @dataclass(frozen=True)

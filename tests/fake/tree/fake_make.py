@@ -270,6 +270,9 @@ def main(target: str, build_dir: str) -> int:
         else:  # Kbuild's single-module make: a modules.order of its own, then removed
             (out / "modules.order").unlink(missing_ok=True)
         build_module(out)
+        # modpost's symbol list and its command record, written by every modules build (6.1 names both)
+        (out / "Module.symvers").write_text(f"0x00000000\tfake_symbol\t{MODULE}\tEXPORT_SYMBOL\t\n")
+        (out / ".Module.symvers.cmd").write_text(f"cmd_Module.symvers := modpost {target}\n")
     elif target.endswith(".o"):
         if target[: -len(".o")] + ".c" not in COMPILED:  # what Kbuild says of an object it has no rule for
             print(f"make[1]: *** No rule to make target '{target}'.  Stop.")
