@@ -134,8 +134,9 @@ def test_killed_pytest_leaves_no_qemu_behind(project: pytest.Pytester, fake_kern
     process = start_hanging_run(project, fake_kernel, subprocess.DEVNULL)
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=10)
-    # The guest leads its own session on the pty: closing the pty's master hangs it up.
-    deadline = time.monotonic() + 10
+    # The guest leads its own session on the pty: closing the pty's master hangs it up. How soon it then exits is
+    # the host's business (a loaded host took over 10 s): what counts is that it does, unhelped.
+    deadline = time.monotonic() + 60
     while fake_qemus(str(fake_kernel.cache)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert fake_qemus(str(fake_kernel.cache)) == []
