@@ -11,6 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..host.cache import write_atomically
 from .tree import enclosing_tree, mirror
 
 OVERLAY = "pytest-kunit"
@@ -43,15 +44,23 @@ def suite_dir_for(fragment: Path) -> SuiteDir | None:
     return None
 
 
+def _replace(path: Path, text: str) -> None:
+    """A new file in the old one's place (its mode kept), never a write into it: a build reading the tree sees the
+    old file or the new one whole, and a copy of the tree made of hard links (the real tier's) keeps its own."""
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    write_atomically(path, text)
+    path.chmod(mode)
+
+
 def _write_if_changed(path: Path, text: str) -> None:
     if not path.exists() or path.read_text() != text:
-        path.write_text(text)
+        _replace(path, text)
 
 
 def _append_once(path: Path, line: str) -> None:
     text = path.read_text()
     if line not in text.splitlines():
-        path.write_text(text.rstrip("\n") + f"\n\n{line}\n")
+        _replace(path, text.rstrip("\n") + f"\n\n{line}\n")
 
 
 def install(tree: Path, suite: SuiteDir) -> None:

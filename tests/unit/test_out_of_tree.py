@@ -1,0 +1,33 @@
+"""Placing out-of-tree suites into a prepared tree: Kconfig and Kbuild are replaced, never written into."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from pytest_kunit.kernel.out_of_tree import SuiteDir, install
+
+
+def suite(root: Path, name: str) -> SuiteDir:
+    folder = root / "suites" / name
+    folder.mkdir(parents=True)
+    (folder / "Kconfig").write_text(f"config {name.upper()}_TEST\n\ttristate\n")
+    (folder / "Makefile").write_text(f"obj-$(CONFIG_{name.upper()}_TEST) += {name}-test.o\n")
+    return SuiteDir(name, folder)
+
+
+def test_a_hard_linked_copy_keeps_its_own_kconfig_when_a_suite_is_placed_later(tmp_path: Path) -> None:
+    """The real tier links a tree's files into a second cache; a suite placed in the first afterwards must not change
+    the second's Kconfig under it (it would name a folder the copy never got)."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "Kconfig").write_text('mainmenu "fake"\n')
+    (tree / "Kbuild").write_text("obj-y += init/\n")
+    install(tree, suite(tmp_path, "first"))
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-al", str(tree), str(copy)], check=True)
+    install(tree, suite(tmp_path, "second"))
+    assert 'source "pytest-kunit/second/Kconfig"' in (tree / "pytest-kunit" / "Kconfig").read_text()
+    assert "second" not in (copy / "pytest-kunit" / "Kconfig").read_text()
+    assert not (copy / "pytest-kunit" / "second").exists()
+    assert (tree / "pytest-kunit" / "Kconfig").stat().st_mode & 0o777 == 0o644
