@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     import pexpect
     from pexpect.popen_spawn import PopenSpawn
 
-F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Linux), which Python's fcntl names from 3.10 on some builds only
 PIPE_BYTES = 1 << 20  # the most an unprivileged process may ask (/proc/sys/fs/pipe-max-size's default)
 
 
@@ -138,8 +137,9 @@ class Guest:
         # allows: what the guest writes in a burst is kept, not dropped.
         prepare = self._launcher.prepare_child()
         child = PopenSpawn(command, timeout=timeout, encoding="utf-8", codec_errors="replace", preexec_fn=prepare)
-        with suppress(OSError, AttributeError):
-            fcntl.fcntl(cast(Any, child.proc.stdout).fileno(), F_SETPIPE_SZ, PIPE_BYTES)
+        assert child.proc.stdout is not None  # PopenSpawn always reads the child's output from a pipe
+        with suppress(OSError):  # a host whose pipe-max-size is lower keeps the default 64 KiB
+            fcntl.fcntl(child.proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         return child
 
     def lines(self, first_output_timeout: float | None = None) -> Iterator[str]:
