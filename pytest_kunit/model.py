@@ -46,7 +46,6 @@ class Settings:
     cache_max_age: int = 30  # days a big cache entry may go unused before a run evicts it (0: never)
     cache_keep_consoles: int = 20  # runs whose consoles the cache keeps (0: all)
     arches: tuple[str, ...] = ()  # every architecture the run builds for (empty: `arch` alone)
-    arch_config: Path | None = None  # --kunit-arch-config: the user's own records
     kconfig_add: tuple[str, ...] = ()  # kunitconfig lines added to every fragment (checked: they parse)
     make_options: tuple[str, ...] = ()  # more words for every make run of a build
     kernel_args: tuple[str, ...] = ()  # more words for every boot's kernel command line, after ours

@@ -116,8 +116,12 @@ def _runnable(config: pytest.Config, settings: Settings, arches: dict[str, Arch]
 def _start_replay(config: pytest.Config, state: SessionState) -> None:
     """--kunit-replay: every outcome from the saved console; its cases under the fragment named, else under the
     console file itself (collected in place of the default paths)."""
-    if getattr(config.option, "dist", "no") != "no" or hasattr(config, "workerinput"):
+    if getattr(config.option, "dist", "no") != "no" or is_worker(config):
         raise pytest.UsageError("--kunit-replay reads one console in one process: run it without -n, -d or --dist")
+    if state.settings.matrix:
+        raise pytest.UsageError(
+            "--kunit-replay reads one boot's console, of one architecture: give --kunit-arch one name (or none)"
+        )
     try:
         state.replay(read_replay(config, state.settings))
     except KunitError as error:

@@ -300,7 +300,6 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         qemu=_convert(config, "kunit_qemu", None, str, "a program"),
         arch=chosen[0],
         arches=chosen,
-        arch_config=arch_config_path(config),
         wrapper=_convert(config, "kunit_wrapper", Wrapper.AUTO, Wrapper, "one of auto, ccache, distcc, sccache, none"),
         sanitize=_convert(config, "kunit_sanitize", (), _sanitizers, "a comma-separated list of: " + _SANITIZER_NAMES),
         kcidb=_convert(config, "kunit_kcidb", None, _path, "a path"),

@@ -10,7 +10,7 @@ import fnmatch
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..findings.initramfs import MODULES_ARG
+from ..findings.initramfs import modules_arg
 from ..model import Attributes, CaseId
 from ..options import Isolate
 
@@ -144,7 +144,7 @@ class BootFilter:
         if self.attributes is not None:
             args.append(f"kunit.filter={self.attributes}")
         if self.modules is not None:
-            args.append(f"{MODULES_ARG}={','.join(self.modules)}")
+            args.append(modules_arg(self.modules))
         return tuple(args)
 
     def describe(self) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..model import SuiteModule
 from .records import NotARecord, elf_sections
-from .suitetable import Opaque, suite_cases
+from .suitetable import suite_cases
 
 ORDER = "modules.order"
 
@@ -66,4 +66,4 @@ def built_modules(build_dir: Path) -> tuple[SuiteModule, ...]:
     return tuple(ordered.values())
 
 
-__all__ = ["ORDER", "Opaque", "built_modules", "module_paths", "read_module"]
+__all__ = ["ORDER", "built_modules", "module_paths", "read_module"]

@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import BuildError
 from ..kbuild.modulefiles import ORDER, module_paths
 from ..kbuild.records import cmd_path, readers_of
 from ..versions import rewritten_by_make
@@ -87,7 +86,7 @@ def plan(
     return Plan(tuple(sorted(modules))) if modules else Plan((), "no module's source changed")
 
 
-def _expected(tree: Path, modules: Sequence[str], written: str) -> bool:
+def _expected(modules: Sequence[str], written: str, rewritten: tuple[str, ...]) -> bool:
     """Whether the single-module make may write `written` (relative): a file of one of these modules (its objects,
     .mod, .mod.c, .mod.o, .ko and their .cmd records), or what modpost and any make write."""
     directory, name = os.path.split(written)
@@ -95,7 +94,7 @@ def _expected(tree: Path, modules: Sequence[str], written: str) -> bool:
         stem = os.path.basename(module).removesuffix(".ko")
         if directory == os.path.dirname(module) and (name.startswith((f"{stem}.", f".{stem}."))):
             return True
-    return written in (*KEPT, "modules-only.symvers", *rewritten_by_make(tree))
+    return written in (*KEPT, "modules-only.symvers", *rewritten)
 
 
 def build(make: Make, chosen: Plan, progress: ProgressCallback) -> str:
@@ -117,13 +116,14 @@ def build(make: Make, chosen: Plan, progress: ProgressCallback) -> str:
     if written is None:
         return "what the module build wrote could not be read"
     objects = set(module_objects(build_dir))
+    allowed = objects | {cmd_path(obj) for obj in objects} | {marker.name, make.log.name}
+    rewritten = tuple(rewritten_by_make(make.tree))
     stray = sorted(
         relative
         for path in written
         if not os.path.isdir(path)
-        and (relative := os.path.relpath(path, build_dir)) not in (marker.name, make.log.name)
-        and relative not in objects | {cmd_path(obj) for obj in objects}
-        and not _expected(make.tree, chosen.modules, relative)
+        and (relative := os.path.relpath(path, build_dir)) not in allowed
+        and not _expected(chosen.modules, relative, rewritten)
     )
     if stray:
         return f"the module build also wrote {stray[0]}"
@@ -132,4 +132,4 @@ def build(make: Make, chosen: Plan, progress: ProgressCallback) -> str:
     return ""
 
 
-__all__ = ["BuildError", "Plan", "build", "module_objects", "plan"]
+__all__ = ["Plan", "build", "module_objects", "plan"]

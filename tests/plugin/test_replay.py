@@ -166,3 +166,10 @@ def test_replay_runs_in_one_process(pytester: pytest.Pytester) -> None:
     result = replay(pytester, "kunit-6.1.192-filter-simple.log", "-n", "2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--kunit-replay reads one console in one process: run it without -n*"])
+
+
+def test_replay_reads_one_architecture(pytester: pytest.Pytester) -> None:
+    """One console is one boot of one architecture's kernel: a matrix would collect its cases once per architecture."""
+    result = replay(pytester, "kunit-6.1.192-filter-simple.log", "--kunit-arch=x86_64,arm64")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--kunit-replay reads one boot's console, of one architecture*"])
