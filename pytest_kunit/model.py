@@ -19,6 +19,13 @@ Attributes = tuple[tuple[str, str], ...]  # a case's KUnit attributes (6.6+), (n
 Durations = dict[str, dict[str, float]]  # kernel key -> suite -> seconds
 
 
+def kernel_key(fragment: str, arch: str) -> str:
+    """The key of one architecture's kernel of a fragment in a run over several (--kunit-arch a,b): the node id
+    pytest gives that architecture's collector (`<fragment node id>::<arch>`), so that a process given node ids only
+    (the xdist controller, the image service) keys kernels as the collecting processes do."""
+    return f"{fragment}::{arch}"
+
+
 @dataclass(frozen=True)
 class Settings:
     """The settings of a run, resolved from its options (settings.py)."""

@@ -13,6 +13,7 @@ from ..errors import KunitError, KunitWarning, warning_as_error
 from ..fragments.pipeline import STATE, SessionState
 from ..guest.planning import is_slow
 from ..kbuild.case_locations import location_of
+from ..model import Kernel, kernel_key
 from .report import earlier_text, params_text, render_failure
 
 if TYPE_CHECKING:
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 
     from ..arch import Arch
     from ..findings.outcomes import Outcome
-    from ..model import Kernel
 
 
 class KunitCaseError(Exception):
@@ -106,7 +106,9 @@ class KunitArch(_ReportsKunitErrors):
         self.arch = arch
 
     def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
-        yield from _suites(self, _state(self).kernel_for(self.path, self.nodeid, self.arch))
+        assert self.parent is not None
+        key = kernel_key(self.parent.nodeid, self.name)  # == self.nodeid
+        yield from _suites(self, _state(self).kernel_for(self.path, key, self.arch))
 
 
 class KunitSuite(pytest.Collector):

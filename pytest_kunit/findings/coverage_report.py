@@ -145,8 +145,17 @@ def make_report(saved: Sequence[Path], output: Path) -> CoverageReport:
         dirs = meta["dirs"].split(",") if meta["dirs"] != initramfs.ALL else [""]
         filters += [f"{tree}/{re.escape(name)}/" if name else f"{tree}/" for name in dirs]
         tracefile = boot / "coverage.json"
+        # gcov runs in the first working directory gcovr tries, and leaves its outputs and gcovr's lock file there:
+        # given none, that is --root, the tree, whose changed time would make the next run rebuild the kernel.
+        work = boot / "gcov-work"
+        work.mkdir(exist_ok=True)
         # Kernel functions named __x are code like any other (gcovr leaves them out as a compiler's own by default).
-        _gcovr(["--root", meta["tree"], "--include-internal-functions", "--json", str(tracefile), str(boot / "gcda")])
+        _gcovr(
+            [
+                *("--root", meta["tree"], "--gcov-object-directory", str(work), "--include-internal-functions"),
+                *("--json", str(tracefile), str(boot / "gcda")),
+            ]
+        )
         tracefiles += ["--add-tracefile", str(tracefile)]
     output.mkdir(parents=True, exist_ok=True)
     summary = output / "summary.json"

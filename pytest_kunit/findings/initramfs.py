@@ -19,6 +19,7 @@ from pathlib import Path
 from ..arch import Arch
 from ..errors import KunitError, KunitWarning
 from ..host.cache import saved_initramfs
+from ..kbuild.records import elf_machine
 from ..kernel.kconfig import read_dotconfig
 from .sanitizer_verdicts import OutsideReport
 
@@ -127,22 +128,10 @@ class AfterKunit:
         return tuple(args)
 
 
-def _elf_machine(program: Path) -> int | None:
-    """An ELF file's e_machine (in the file's own byte order), or None for anything else."""
-    try:
-        with program.open("rb") as stream:
-            header = stream.read(20)
-    except OSError:
-        return None
-    if len(header) < 20 or header[:4] != b"\x7fELF" or header[5] not in (1, 2):
-        return None
-    return int.from_bytes(header[18:20], "little" if header[5] == 1 else "big")
-
-
 def unavailable(arch: Arch, busybox: Path = BUSYBOX) -> str:
     """Why /init cannot run on `arch`'s guests, or "" if it can: it is the host's static busybox (or, before that is
     installed, a program of the host's kind), which runs only on a guest of the same ELF machine."""
-    host = _elf_machine(busybox) or _elf_machine(Path(sys.executable))
+    host = elf_machine(busybox) or elf_machine(Path(sys.executable))
     if host is not None and host == arch.make.elf_machine:
         return ""
     return (

@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..findings.initramfs import modules_arg
-from ..model import Attributes, CaseId
+from ..model import Attributes, CaseId, kernel_key
 from ..options import Isolate
 
 # A suite never timed before is assumed to take this long per case (TCG runs a typical case in tens of ms).
@@ -44,7 +44,7 @@ def case_from_nodeid(nodeid: str, matrix: Collection[str] = ()) -> PlannedCase |
         arch, _, rest = rest.partition("::")
         if arch not in matrix:
             return None
-        fragment = f"{fragment}::{arch}"
+        fragment = kernel_key(fragment, arch)
     suite, _, case = rest.partition("::")
     if not fragment.partition("::")[0].endswith(FRAGMENT_SUFFIX) or not suite or not case or "::" in case:
         return None

@@ -239,6 +239,18 @@ def elf_relocations(data: bytes, table: ElfSection) -> list[Relocation]:
     return sorted(Relocation(offset, info >> 32, info & 0xFFFFFFFF, addend) for offset, info, addend in entries)
 
 
+def elf_machine(path: Path) -> int | None:
+    """An ELF file's e_machine (any class, in the file's own byte order); None for anything else or no file."""
+    try:
+        with path.open("rb") as stream:
+            header = stream.read(20)
+    except OSError:
+        return None
+    if len(header) < 20 or header[:4] != ELF_MAGIC or header[5] not in (1, 2):
+        return None
+    return int.from_bytes(header[18:20], "little" if header[5] == 1 else "big")
+
+
 def elf_extent(path: Path, size: int) -> int:
     """How many bytes an ELF file of `size` bytes must hold, by its headers: its program and section header tables
     and, when those lie within it, each segment's bytes. Any class and byte order. Raises NotARecord, saying what

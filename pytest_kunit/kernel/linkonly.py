@@ -17,7 +17,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,41 +59,58 @@ def plan(
     `before`: the snapshot that build took at its start; `now`: this build's (empty: no link-only build here)."""
     if not now:
         return Plan((), "no link-only build for this architecture")
-    if not edits:
-        return Plan((), "what changed since the last build is not known")
-    listed = before.get("listing")
-    if not isinstance(listed, dict):
-        return Plan((), "the last build recorded nothing to compare with (an older pytest-kunit built it)")
-    if before.get("environment") != now["environment"]:
-        # Flags, compilers, the build's identity: the walk would compile everything anew (or the version strings).
-        return Plan((), "the environment Kbuild reads changed (KCFLAGS, KBUILD_BUILD_*, PATH, ...)")
+    why = incomparable(edits, before, now)
+    if why or edits is None:
+        return Plan((), why)
     try:
         linked = {os.path.normpath(member) for member in thin_members(build_dir / "vmlinux.a")}
         archived = _library_members(build_dir)
     except (OSError, ValueError):  # records.NotARecord: an archive that is not thin
         return Plan((), "no thin vmlinux.a to link from (kernels before 6.1)")
+    return edited_objects(tree, build_dir, edits, before, linked - archived, "straight into vmlinux")
+
+
+def incomparable(edits: Sequence[str] | None, before: Mapping[str, object], now: Mapping[str, object]) -> str:
+    """Why the edits since the last build cannot be weighed one by one; "" if they can."""
+    if not edits:
+        return "what changed since the last build is not known"
+    if not isinstance(before.get("listing"), dict):
+        return "the last build recorded nothing to compare with (an older pytest-kunit built it)"
+    if before.get("environment") != now["environment"]:
+        # Flags, compilers, the build's identity: the walk would compile everything anew (or the version strings).
+        return "the environment Kbuild reads changed (KCFLAGS, KBUILD_BUILD_*, PATH, ...)"
+    return ""
+
+
+def edited_objects(
+    tree: Path, build_dir: Path, edits: Sequence[str], before: Mapping[str, object], compiled: Set[str], into: str
+) -> Plan:
+    """The objects (relative to the build directory) of the edits since the last build (`incomparable` found none
+    to stop at), when each edit is a C or assembler source of one of the `compiled` objects, read for that object
+    alone, and no directory's entries changed; else why not. The rule of the link-only and module-only builds."""
+    listed = before["listing"]
+    assert isinstance(listed, dict)
     edits = [edit for edit in edits if not is_editor_file(edit)]
-    objects: list[str] = []
+    sources: dict[str, str] = {}
     for edit in edits:
         source = os.path.relpath(edit, tree)
         if os.path.isdir(edit) and not os.path.islink(edit):
             why = relisted(tree, source, listed, edits)
         else:
-            why = _unlinkable(build_dir, edit, source, linked, archived)
-            objects.append(os.path.splitext(source)[0] + ".o")
+            sources[edit] = os.path.splitext(source)[0] + ".o"
+            why = _uncompilable(build_dir, edit, source, compiled, into)
         if why:
             return Plan((), why)
-    sources = [edit for edit in edits if not os.path.isdir(edit)]
-    readers = readers_of(build_dir, sources)
-    for edit, obj in zip(sources, objects, strict=True):
+    readers = readers_of(build_dir, list(sources))
+    for edit, obj in sources.items():
         others = sorted(readers.get(edit, set()) - {cmd_path(obj)})
         if others:
             return Plan((), f"{os.path.relpath(edit, tree)} is also read for {others[0]}")
-    return Plan(tuple(sorted(objects)))
+    return Plan(tuple(sorted(sources.values())))
 
 
-def _unlinkable(build_dir: Path, edit: str, source: str, linked: set[str], archived: set[str]) -> str:
-    """Why this edited file cannot be built link-only; "" if it can."""
+def _uncompilable(build_dir: Path, edit: str, source: str, compiled: Set[str], into: str) -> str:
+    """Why this edited file cannot be compiled alone for one of the `compiled` objects; "" if it can."""
     try:
         mode = os.lstat(edit).st_mode
     except OSError:
@@ -101,8 +118,8 @@ def _unlinkable(build_dir: Path, edit: str, source: str, linked: set[str], archi
     if not stat.S_ISREG(mode) or not source.endswith(SOURCE_SUFFIXES):
         return f"{source} is not a C or assembler source"
     obj = os.path.splitext(source)[0] + ".o"
-    if obj not in linked or obj in archived:
-        return f"{source} is not compiled straight into vmlinux"
+    if obj not in compiled:
+        return f"{source} is not compiled {into}"
     if not (build_dir / obj).is_file() or not (build_dir / cmd_path(obj)).is_file():
         return f"{obj} or Kbuild's record of its command is missing"
     return ""
@@ -180,6 +197,28 @@ def _as_linked(build_dir: Path, obj: str, image: Path) -> str | None:
     return _object_digest(build_dir / obj)
 
 
+def make_alone(make: Make, targets: Sequence[str], progress: ProgressCallback, ours: Callable[[str], bool]) -> str:
+    """`make targets` in the tree's directory (no walk of the whole tree); "" if it wrote nothing but what `ours`
+    accepts (paths relative to the build directory) and what any make writes, else why the full make must follow (a
+    `prepare` step that found something to do)."""
+    marker = make.build_dir / ".pytest-kunit-make-alone"
+    marker.write_text("")
+    since = marker.stat().st_mtime_ns - 1  # this clock's tick: whatever the make writes is at least as new
+    make.run(make.command(f"-j{make.jobs}", *targets), progress)
+    rewritten = {*rewritten_by_make(make.tree), marker.name, make.log.name}  # the build directory's Makefile, ...
+    written = changed_since(make.build_dir, since)
+    if written is None:
+        return "what the make wrote could not be read"
+    stray = sorted(
+        relative
+        for path in written
+        if not os.path.isdir(path)
+        and (relative := os.path.relpath(path, make.build_dir)) not in rewritten
+        and not ours(relative)
+    )
+    return f"make {' '.join(targets)} also wrote {stray[0]}" if stray else ""
+
+
 def compile_and_link(make: Make, chosen: Plan, progress: ProgressCallback) -> Built:
     """Compile the plan's objects and link vmlinux again, unless every object came out as the image holds it (an edit
     to a comment): linking the same objects again would give the same image. A compile error is the user's and
@@ -190,22 +229,9 @@ def compile_and_link(make: Make, chosen: Plan, progress: ProgressCallback) -> Bu
     progress.phase(
         f"building kernel: link-only: make {' '.join(objects)}, then the vmlinux link (no tree walk); log: {make.log}"
     )
-    marker = make.build_dir / ".pytest-kunit-link-only"
-    marker.write_text("")
-    since = marker.stat().st_mtime_ns - 1  # this clock's tick: whatever the compile writes is at least as new
-    make.run(make.command(f"-j{make.jobs}", *objects), progress)
-    rewritten = rewritten_by_make(make.tree)  # what any make writes again: the build directory's Makefile, ...
-    expected = {*objects, *(cmd_path(obj) for obj in objects), *rewritten, marker.name, make.log.name}
-    written = changed_since(make.build_dir, since)
-    if written is None:
-        return Built("what the compile wrote could not be read")
-    stray = sorted(
-        relative
-        for path in written
-        if (relative := os.path.relpath(path, make.build_dir)) not in expected and not os.path.isdir(path)
-    )
-    if stray:
-        return Built(f"the compile also wrote {stray[0]}")
+    why = make_alone(make, objects, progress, {*objects, *(cmd_path(obj) for obj in objects)}.__contains__)
+    if why:
+        return Built(why)
     if all(digest is not None and digest == _object_digest(make.build_dir / obj) for obj, digest in as_linked.items()):
         image.touch()  # linked from these bytes: as current as a link now would make it
         with make.log.open("a") as stream:

@@ -25,7 +25,7 @@ from ..host.cachelayout import IMAGES, CacheLayout
 from ..host.locking import cache_lock
 from ..kbuild.case_locations import case_locations
 from ..kernel.image import ImageRecord, check_image, file_digest
-from ..model import BuildResult, Kernel
+from ..model import BuildResult, Kernel, kernel_key
 from ..versions import TreeFeatures
 
 if TYPE_CHECKING:
@@ -174,7 +174,7 @@ class ImageService:
     def _offer(self, path: Path, token: str, arch: Arch) -> dict[str, Any]:
         key = fragment_name(self.state.config.rootpath, path)
         if self.state.settings.matrix:
-            key = f"{key}::{arch.name}"  # as the workers' node ids key it
+            key = kernel_key(key, arch.name)  # as the workers' node ids key it
         kernel = self.state.build_kernel(path, key, arch)
         digest = kernel.build.image_digest
         self.kernels[digest] = kernel

@@ -109,3 +109,13 @@ def test_from_another_directory(project: pytest.Pytester, fake_kernel: FakeKerne
     result = project.runpytest(*fake_kernel.options("--kunit-coverage=out", str(fragment), "-k", "simple"))
     result.assert_outcomes(passed=1)
     assert (project.path / "out" / "coverage.lcov").read_text().count("SF:") == 1
+
+
+def test_a_report_leaves_the_tree_as_built(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    # gcovr runs gcov in a working directory and drops its outputs and a lock file there: in the tree, that moved
+    # the time of the tree's root, and every later run rebuilt the kernel.
+    first = project.runpytest(*fake_kernel.options("--kunit-coverage=cov", "-k", "example_simple_test"))
+    first.assert_outcomes(passed=1)
+    again = project.runpytest(*fake_kernel.options("--kunit-coverage=cov", "-k", "example_simple_test"))
+    again.assert_outcomes(passed=1)
+    again.stdout.fnmatch_lines(["*kernel builds: 0 *"])

@@ -160,7 +160,7 @@ def test_a_compile_that_writes_more_than_its_objects_gets_the_full_make(
     """Kbuild's prepare step, which the single-object make runs too, may find generated headers to write (a new
     release string): the objects depending on them would go stale, so the full make follows."""
     monkeypatch.setenv("FAKE_PREPARE_WRITES", "include/generated/utsrelease.h")
-    edit_and_expect_the_full_make(project, built, "the compile also wrote include/generated/utsrelease.h")
+    edit_and_expect_the_full_make(project, built, f"make {EXAMPLE[:-2]}.o also wrote include/generated/utsrelease.h")
     assert make_runs(built)[-2:] == [f"{EXAMPLE[:-2]}.o", "vmlinux"]
     assert walks(built) == 3
 

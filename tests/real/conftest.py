@@ -78,25 +78,27 @@ class TierKernel:
     prepare: Callable[[], object] | None = None
 
 
-# In the order the builder builds them: the kernels with the most tests behind them first, so that their boots run
-# while the later ones compile; the instrumented kernel, the slowest build with the fewest tests, last.
+# In the order the builder builds them, and the real tests run: the main kernel first (the fast tiers run while it
+# builds); then the instrumented kernel, whose tests are the longest (KASAN, kmemleak and GCOV boots on one core) and
+# so run while the other kernels compile; the kernel with the shortest tests (UML alone: one run) last, as no build
+# overlaps the tests of the last kernel.
 KERNELS: dict[str, TierKernel] = {
     "x86_64": TierKernel(("--kunit-share-kernels", FRAMEWORK, FAULTS, MISC, NAMES)),
-    "all-tests": TierKernel((ALL_TESTS,)),
+    # One instrumented kernel for the debug fragment, the sanitize suite (on the same lines) and coverage (every run
+    # in it asks for GCOV): the series' patch 5 keeps the suites a filtered boot ran, which 6.1 freed under their
+    # debugfs logs (a kmemleak report on every filtered boot), so a kmemleak kernel serves several fragments and -k.
+    "instrumented": TierKernel(
+        ("--kunit-share-kernels", f"--kunit-coverage={TIER_HOME / 'coverage'}", DEBUG, SANITIZE)
+    ),
     "arm64": TierKernel(("--kunit-arch=arm64", "--kunit-share-kernels", FRAMEWORK, FAULTS)),
+    "6.12": TierKernel(("lib/kunit/",), cwd=TREE_6_12, prepare=extract_6_12),
+    "all-tests": TierKernel((ALL_TESTS,)),
     "um": TierKernel(("--kunit-arch=um", "--kunit-share-kernels", FRAMEWORK, FAULTS)),
     # The framework fragment built alone (reuse off, in a cache of its own): test_uml compares it case by case with
     # the same fragment in the shared kernel above.
     "um-alone": TierKernel(
         ("--kunit-arch=um", "--kunit-reuse-kernels=no", f"--kunit-cache-dir={UML_ALONE_CACHE}", FRAMEWORK),
         prepare=lambda: link_tier_trees(UML_ALONE_CACHE),
-    ),
-    "6.12": TierKernel(("lib/kunit/",), cwd=TREE_6_12, prepare=extract_6_12),
-    # One instrumented kernel for the debug fragment, the sanitize suite (on the same lines) and coverage (every run
-    # in it asks for GCOV): the series' patch 5 keeps the suites a filtered boot ran, which 6.1 freed under their
-    # debugfs logs (a kmemleak report on every filtered boot), so a kmemleak kernel serves several fragments and -k.
-    "instrumented": TierKernel(
-        ("--kunit-share-kernels", f"--kunit-coverage={TIER_HOME / 'coverage'}", DEBUG, SANITIZE)
     ),
 }
 
@@ -298,12 +300,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     order = list(KERNELS)
 
-    def first_kernel(item: pytest.Item) -> int:
-        return min((order.index(name) for name in tier_kernels(item) if name in KERNELS), default=len(order))
+    def last_kernel(item: pytest.Item) -> int:
+        return max((order.index(name) for name in tier_kernels(item) if name in KERNELS), default=len(order))
 
-    # The fast tiers first, then the real tests in the order their kernels are built (sorted is stable: a module's
+    # The fast tiers first, then each real test once the last kernel it names is built (sorted is stable: a module's
     # own order stays).
-    items[:] = [item for item in items if item.get_closest_marker("real") is None] + sorted(real, key=first_kernel)
+    items[:] = [item for item in items if item.get_closest_marker("real") is None] + sorted(real, key=last_kernel)
     needed = {name for item in real for name in tier_kernels(item)}
     unknown = needed - set(KERNELS)
     if unknown:

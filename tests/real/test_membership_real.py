@@ -14,7 +14,7 @@ from pytest_kunit.kernel.kconfig import read_dotconfig
 
 from .conftest import FRAMEWORK, Kunit
 
-pytestmark = [pytest.mark.real("x86_64", "all-tests"), pytest.mark.xdist_group("x86_64")]
+pytestmark = [pytest.mark.real("x86_64"), pytest.mark.xdist_group("x86_64")]
 
 
 def configured(build: Path) -> dict[str, str]:
@@ -59,6 +59,7 @@ def test_fixdep_records_what_a_suite_s_headers_test(kunit: Kunit) -> None:
     assert "CONFIG_PYTEST_KUNIT_FAULTS_TEST" not in tested  # its own symbol lives in its Makefile only
 
 
+@pytest.mark.real("x86_64", "all-tests")
 def test_a_kernel_that_is_no_union_of_the_fragment_is_unknown(kunit: Kunit, tmp_path: Path) -> None:
     """all-tests sets EXPERT, which turns off what the framework's kernel has by default (NAMESPACES...): it cannot
     stand for that kernel, however many of its suites it holds; and the main job's kernels cannot share one."""

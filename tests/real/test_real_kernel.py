@@ -15,7 +15,7 @@ import pytest
 
 from .conftest import ALL_TESTS, FAULTS, FRAMEWORK, MISC, NAMES, Kunit
 
-pytestmark = [pytest.mark.real("x86_64", "all-tests"), pytest.mark.xdist_group("x86_64")]
+pytestmark = [pytest.mark.real("x86_64"), pytest.mark.xdist_group("x86_64")]
 
 # The 24 cases upstream `kunit.py run --kunitconfig=lib/kunit/.kunitconfig` reports on this tree: 22 pass, 2 skip.
 FRAMEWORK_SKIPS = {"example.example_skip_test", "example.example_mark_skipped_test"}
@@ -203,6 +203,7 @@ def test_names_with_spaces_are_collected_selected_filtered_and_reported(kunit: K
     assert by_id.returncode == 0, by_id.report()
 
 
+@pytest.mark.real("all-tests")
 @pytest.mark.xdist_group("all-tests")
 def test_all_tests_fragment_passes(kunit: Kunit) -> None:
     kunit.kernel("all-tests")

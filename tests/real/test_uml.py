@@ -11,7 +11,7 @@ import pytest
 from .conftest import FAULTS, FRAMEWORK, KERNELS, Kunit
 from .test_real_kernel import FAULT_OUTCOMES, assert_framework_green
 
-pytestmark = [pytest.mark.real("um", "um-alone"), pytest.mark.xdist_group("um")]
+pytestmark = [pytest.mark.real("um"), pytest.mark.xdist_group("um")]
 
 UML = "--kunit-arch=um"
 
@@ -52,6 +52,7 @@ def test_fault_suite_gives_the_verdicts_it_gives_under_qemu(kunit: Kunit) -> Non
     assert re.search(r"kunit_try_run_case \(lib/kunit/test\.c:\d+\)", text), run.report()
 
 
+@pytest.mark.real("um", "um-alone")
 def test_shared_verdicts_are_those_of_the_fragment_s_own_kernel(kunit: Kunit) -> None:
     """The framework fragment built alone (reuse off, in a cache of its own: conftest.KERNELS["um-alone"]) against the
     same fragment in the shared kernel, case by case. UML's kernel is the cheapest to build alone; the main job's

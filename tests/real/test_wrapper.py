@@ -180,7 +180,9 @@ def distccd(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def test_distcc_compiles_on_a_distccd(warm: Warm, kunit: Kunit, distccd: tuple[str, Path]) -> None:
     hosts, daemon_log = distccd
     cache = second_copy(kunit, warm.root).cache
-    (tree,) = (path for path in (cache / "src").iterdir() if path.is_dir())
+    # The copy of the tree the warm kernel was built from (Kbuild's `source` link in its build directory names it):
+    # the tier's cache may hold trees of other series too.
+    tree = cache / "src" / Path(os.readlink(warm.build_dir / "source")).name
     # An edit as an editor saves one: a new file, so the hard link to the tier's tree is broken, not written.
     source = tree / EDITED
     text = source.read_text()
