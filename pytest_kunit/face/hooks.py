@@ -24,6 +24,7 @@ from ..guest.planning import PlannedCase, plan_batches
 from ..guest.replay import Replayed, ReplayError, read_console
 from ..host.cache import load_durations, save_durations
 from ..host.cachedir import trusted_cache_dir
+from ..host.cachelayout import CacheLayout
 from ..host.cacheprune import Bounds, prune, summary
 from ..model import STDIN, Settings
 from ..scaleout.image_service import worker_client
@@ -139,7 +140,7 @@ def read_replay(config: pytest.Config, settings: Settings) -> Replayed:
     assert path is not None
     if path == STDIN:
         data, shown = _stdin(config), "from stdin"
-        path = settings.cache_dir / "replays" / f"stdin-{hashlib.sha256(data).hexdigest()[:16]}.log"
+        path = CacheLayout(settings.cache_dir).replay(hashlib.sha256(data).hexdigest()[:16])
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
     else:

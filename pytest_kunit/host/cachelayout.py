@@ -101,6 +101,13 @@ class CacheLayout:
     def console_name(stamp: str, run: str, pid: int, boot: int) -> str:
         return "-".join([stamp, *([run[:12]] if run else []), str(pid), str(boot)]) + ".log"
 
+    def replays(self) -> Path:
+        return self.root / "replays"
+
+    def replay(self, data_digest: str) -> Path:
+        """Where a console --kunit-replay read from standard input is kept (its cases' node ids name `stdin`)."""
+        return self.replays() / f"stdin-{data_digest}.log"
+
     def coverage_runs(self) -> Path:
         return self.root / "coverage" / "runs"
 

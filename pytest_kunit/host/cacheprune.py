@@ -1,6 +1,7 @@
 """Eviction: what the cache may lose. Big entries (trees, builds, completed configurations, fetched images) that no
-run has used for `max_age_days`, and the consoles and coverage counters of all but the last `keep_runs` runs. An
-entry another process holds the lock of is in use and stays; nothing is removed that a run would not make again."""
+run has used for `max_age_days`, and the consoles, coverage counters and standard-input replays of all but the last
+`keep_runs` runs (a replayed console is the user's own file's copy, or a pipe's, read once). An entry another process
+holds the lock of is in use and stays; nothing else is removed that a run would not make again."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def prune(cache_dir: Path, bounds: Bounds, now: float | None = None) -> list[Rem
     if bounds.keep_runs > 0:
         removed += _old_consoles(layout, bounds.keep_runs)
         removed += _old_coverage_runs(layout, bounds.keep_runs)
+        removed += _old_replays(layout, bounds.keep_runs)
     return removed
 
 
@@ -136,3 +138,14 @@ def summary(removed: list[Removed]) -> str:
     count = f"{len(removed)} cache entr{'y' if len(removed) == 1 else 'ies'}"
     reasons = "; ".join(sorted({entry.why for entry in removed}))
     return f"removed {count}, {freed / 1e6:.1f} MB freed" + (f" ({reasons})" if reasons else "")
+
+
+def _old_replays(layout: CacheLayout, keep: int) -> list[Removed]:
+    """The consoles read from standard input (--kunit-replay -) but the `keep` latest."""
+    kept = sorted(layout.replays().glob("stdin-*.log"), key=lambda replay: replay.stat().st_mtime, reverse=True)
+    removed = []
+    for replay in kept[keep:]:
+        size = size_of(replay)
+        replay.unlink(missing_ok=True)
+        removed.append(Removed(replay, size, f"a console replayed from standard input before the last {keep}"))
+    return removed

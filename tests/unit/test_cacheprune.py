@@ -102,6 +102,18 @@ def test_coverage_counters_of_all_but_the_latest_runs_go(tmp_path: Path) -> None
     assert runs[1].exists() and runs[2].exists()
 
 
+def test_consoles_replayed_from_stdin_but_the_latest_go(tmp_path: Path) -> None:
+    layout = CacheLayout(tmp_path)
+    replays = [layout.replay(f"{number:016x}") for number in range(3)]
+    layout.replays().mkdir(parents=True)
+    for days, replay in zip((9, 5, 1), replays, strict=True):
+        replay.write_text("KTAP version 1\n")
+        aged(replay, days)
+    removed = prune(tmp_path, Bounds(max_age_days=30, keep_runs=2), now=NOW)
+    assert [entry.path for entry in removed] == [replays[0]]
+    assert replays[1].exists() and replays[2].exists()
+
+
 def test_a_cache_with_nothing_in_it_prunes_nothing(tmp_path: Path) -> None:
     assert prune(tmp_path, Bounds(30, 20), now=NOW) == []
     assert summary([]) == "removed 0 cache entries, 0.0 MB freed"
