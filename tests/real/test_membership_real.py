@@ -66,10 +66,13 @@ def test_a_kernel_that_is_no_union_of_the_fragment_is_unknown(kunit: Kunit, tmp_
     union_run = kunit.kernel("all-tests")
     assert union_run.returncode == 0
     build = shared_build(kunit)
+    tree = (build / "source").resolve()  # the tier's cache may hold builds of another series' tree too
     all_tests = next(
         path.parent
         for path in build.parent.glob("*/.config")
-        if configured(path.parent).get("CONFIG_KUNIT_ALL_TESTS") == "y" and (path.parent / "vmlinux").exists()
+        if configured(path.parent).get("CONFIG_KUNIT_ALL_TESTS") == "y"
+        and (path.parent / "vmlinux").exists()
+        and (path.parent / "source").resolve() == tree
     )
     with pytest.raises(Unknown, match="cannot stand for"):
         suites_alone((all_tests / "source").resolve(), all_tests, configured(all_tests), configured(build), tmp_path)
