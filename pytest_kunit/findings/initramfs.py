@@ -170,6 +170,17 @@ def kmemleak_scan(dotconfig: Path, arch: Arch | None = None) -> bool:
     return True
 
 
+def unloaded_modules(console: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """The modules /init said insmod could not load, each with the console's lines before that naming it (the
+    kernel's and insmod's own words for why)."""
+    unloaded: dict[str, tuple[str, ...]] = {}
+    for index, line in enumerate(console):
+        if MODULE_FAILED in line:
+            name = line.split(MODULE_FAILED, 1)[1].strip()
+            unloaded[name] = tuple(said for said in console[:index] if name in said and MODULE_FAILED not in said)
+    return unloaded
+
+
 def unfinished_scan(
     kernel: str, boot_args: Sequence[str], console: Sequence[str], killed_for: str, path: Path
 ) -> OutsideReport | None:

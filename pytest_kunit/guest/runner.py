@@ -263,9 +263,15 @@ class Runner:
         if in_flight is None and unscanned is not None:
             self.outside.add(unscanned)  # every case ran, but not the final scan that would show their leaks
         if in_flight is None or not stopped_early:
+            unloaded = initramfs.unloaded_modules(record.console)
+            module_of = {suite: module.name for module in kernel.modules for suite, _ in module.suites}
             for case in executed:
                 if case in wanted and case not in known:
                     why = "The kernel ran this boot to the end without printing this case's result."
+                    module = module_of.get(case[0], "")
+                    if module in unloaded:
+                        said = "".join(f"\n  {line}" for line in unloaded[module][-10:])
+                        why = f"/init could not load the module {module}, which holds this case's suite:{said}"
                     known[case] = Outcome.no_result(case, console, why, _case_lines(record, case))
             return False
         # Evidence for the case that was running: only what the console said after the last result line.

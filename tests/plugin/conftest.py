@@ -37,6 +37,13 @@ class FakeKernel:
                         item.update(fields)
         self.write_spec(spec)
 
+    def set_suite(self, suite: str, **fields: Any) -> None:
+        spec = self.spec()
+        for entry in spec["suites"]:
+            if entry["name"] == suite:
+                entry.update(fields)
+        self.write_spec(spec)
+
     def options(self, *extra: str) -> list[str]:
         return [
             # Unrelated plugins installed beside us cost seconds per inner run.

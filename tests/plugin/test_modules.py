@@ -56,6 +56,19 @@ def test_tristate_suites_are_modules_and_run_after_boot(project: pytest.Pytester
     assert boot["params"]["kunit_shutdown"] == "none"
 
 
+def test_a_module_that_does_not_load_errors_its_cases_saying_so(project: pytest.Pytester, modular: FakeKernel) -> None:
+    modular.set_suite("modsuite", insmod_fails="Unknown symbol in module")
+    result = run(project, modular, "-k", "modsuite")
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "/init could not load the module fake_module_test, which holds this case's suite:",
+            "  fake_module_test: Unknown symbol in module",
+            "  insmod: can't insert '/lib/pytest-kunit/fake_module_test.ko': Unknown symbol in module",
+        ]
+    )
+
+
 def test_the_ini_twin_turns_it_on(project: pytest.Pytester, modular: FakeKernel) -> None:
     project.makeini("[pytest]\nkunit_modules = true\n")
     time.sleep(1.1)
