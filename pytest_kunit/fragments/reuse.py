@@ -17,15 +17,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import BuildError, ConfigError
+from ..host.cache import load_shared_suites
 from ..host.cachelayout import CacheLayout
 from ..host.progress import Progress
 from ..kbuild import membership
 from ..kbuild.membership import unrepresentable
-from ..kernel.build import RECORD, BuildRecord, BuildRequest, build_dir_of, completed_config
+from ..kernel.build import RECORD, BuildRecord, BuildRequest, build_dir_of, completed_config, image_digest
 from ..kernel.kconfig import parse_fragment, read_dotconfig
 from ..kernel.out_of_tree import suite_dir_for
 from ..model import Kernel
-from .sharing import own_suites, shown_path
+from .sharing import own_suites, served_key, shown_path
 
 if TYPE_CHECKING:
     from .builder import KernelBuilder, TreeChoice
@@ -61,9 +62,10 @@ class Reuse:
         suite = suite_dir_for(path)
         wanted = (suite.name, suite.digest()) if suite else None
         try:
-            alone = read_dotconfig(completed_config(request, Progress(state.config)))
+            alone_text = completed_config(request, Progress(state.config))
         except (BuildError, ConfigError):
             return None  # its own build says why
+        alone = read_dotconfig(alone_text)
         for directory, record in candidates(request):
             if wanted is not None and wanted not in record.placed:
                 continue  # built without this out-of-tree suite, or from other sources of it
@@ -73,13 +75,24 @@ class Reuse:
                 continue
             if unrepresentable(held, alone):
                 continue  # the cheap refusal: a setting of the fragment's own that this kernel lacks
-            if not self._covers(path, request.tree.path, directory, held, alone):
+            image = directory / request.arch.make.image
+            if not self._served_before(image, alone_text) and not self._covers(
+                path, request.tree.path, directory, held, alone
+            ):
                 continue
             described = f"the kernel built for {record.label or 'another fragment'} ({directory})"
             served = self._served(path, key, request, choice, record, described)
             if served is not None:
                 return served
         return None
+
+    def _served_before(self, image: Path, alone_text: str) -> bool:
+        """Whether own_suites found this very image (by its digest) serving this configuration before, and kept its
+        answer in the cache: membership's reading of the same build would say the same."""
+        digest = image_digest(image.parent, image)
+        if digest is None:
+            return False
+        return load_shared_suites(self.state.settings.cache_dir, served_key(digest, alone_text)) is not None
 
     def _covers(self, path: Path, tree: Path, directory: Path, held: dict[str, str], alone: dict[str, str]) -> bool:
         """membership's answer from the kernel's build as it stands, before anything is built to bring it up to date

@@ -214,6 +214,12 @@ class Sharing:
         return own_suites(self.state, path, union, f"the kernel shared by {self._describe(group)}")
 
 
+def served_key(image_digest: str, alone_text: str) -> str:
+    """The key own_suites keeps its answer under: whatever changes either side's answer changes the image or the
+    configuration completed alone."""
+    return hashlib.sha256(f"v3\0{image_digest}\0{alone_text}".encode()).hexdigest()[:16]
+
+
 def own_suites(state: KernelBuilder, path: Path, kernel: Kernel, described: str) -> set[str] | None:
     """The suites `path`'s own kernel would hold, read from `kernel`'s build (a kernel configured for more), by the
     names the kernel prints, when `kernel` provably runs them as `path`'s own would (membership.py); kept in the
@@ -224,8 +230,7 @@ def own_suites(state: KernelBuilder, path: Path, kernel: Kernel, described: str)
     try:
         request, _ = state.request(path, state.fragment_for(path, kernel.arch), arch=kernel.arch)
         alone_text = completed_config(request)
-        # Whatever changes either side's answer changes the image or the configuration completed alone.
-        digest = hashlib.sha256(f"v3\0{kernel.build.image_digest}\0{alone_text}".encode()).hexdigest()[:16]
+        digest = served_key(kernel.build.image_digest, alone_text)
         known = load_shared_suites(state.settings.cache_dir, digest)
         if known is not None:
             suites = known

@@ -25,7 +25,7 @@ from ..model import BuildResult
 from ..options import Wrapper
 from . import linkonly, moduleonly, modules
 from .freshness import TreeLook, look_at_tree
-from .image import ImageCheck, ImageRecord, check_image
+from .image import ImageCheck, ImageRecord, check_image, file_digest
 from .kconfig import Fragment, check_fragment, parse_fragment
 from .makerun import Make, ProgressCallback, full_make
 from .tree import PreparedTree
@@ -235,6 +235,20 @@ class _PreviousBuild:
     checked: ImageCheck | None  # the image there now, if whole
     same_inputs: bool  # the recorded build had the request's inputs, and its image is whole
     built_by_this_run: bool  # ... and this very pytest run built it
+
+
+def image_digest(build_dir: Path, image: Path) -> str | None:
+    """The digest of `image` as it is now: the one its build recorded while the file is unchanged since (its size and
+    time, as check_image vouches), else read; None without an image."""
+    try:
+        stamp = (build_dir / STAMP).read_text().split() if (build_dir / STAMP).exists() else []
+        seen = image.stat()
+        recorded = ImageRecord.parse(stamp[2:])
+        if recorded is not None and (recorded.size, recorded.mtime_ns) == (seen.st_size, seen.st_mtime_ns):
+            return recorded.digest
+        return file_digest(image)
+    except OSError:
+        return None
 
 
 def _previous_build(request: BuildRequest, build_dir: Path, image: Path) -> _PreviousBuild:

@@ -22,6 +22,8 @@ import pytest_kunit.kbuild.membership as membership
 
 
 def suites_alone(tree, build_dir, union, alone, scratch):
+    with open(__file__ + ".calls", "a") as calls:  # how often the reading was made
+        calls.write(f"{build_dir}\\n")
     spec = json.loads((tree / "guest.json").read_text())
     for placed in sorted(tree.glob("pytest-kunit/*/fake-suite.json")):  # out-of-tree suites, as fake_make.py links them
         extra = json.loads(placed.read_text())
@@ -158,3 +160,23 @@ def test_out_of_tree_suites_share_a_kernel_and_serve_alone(pytester: pytest.Pyte
     (pytester.path / "mysuite/Kconfig").write_text((pytester.path / "mysuite/Kconfig").read_text() + "\n")
     pytester.runpytest_inprocess(*options("mysuite/mysuite.kunitconfig"))
     assert len(builds(fragments)) == 2
+
+
+def readings(pytester: pytest.Pytester) -> int:
+    calls = pytester.path / "conftest.py.calls"
+    return len(calls.read_text().splitlines()) if calls.exists() else 0
+
+
+def test_a_kernel_found_serving_a_fragment_is_not_read_again_while_its_image_stays(
+    pytester: pytest.Pytester, fragments: FakeKernel
+) -> None:
+    pytester.runpytest_inprocess(*fragments.options("ab.kunitconfig"))
+    first = pytester.runpytest_inprocess(*fragments.options("a.kunitconfig"))
+    first.stdout.fnmatch_lines(["*a.kunitconfig runs in the kernel built for ab.kunitconfig (*): 3 suites of its own"])
+    read = readings(pytester)
+    assert read >= 1
+    # The answer kept for this image and configuration serves the next run: membership's reading of the build (a
+    # second of Kbuild's records on a real tree) is not made again.
+    again = pytester.runpytest_inprocess(*fragments.options("a.kunitconfig"))
+    again.stdout.fnmatch_lines(["*a.kunitconfig runs in the kernel built for ab.kunitconfig (*): 3 suites of its own"])
+    assert readings(pytester) == read
