@@ -116,7 +116,7 @@ class QemuLauncher:
         return exit_signal or caught_signal(console)
 
     def prepare_child(self) -> Callable[[], None] | None:
-        return None
+        return default_signals
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,20 @@ class UmlLauncher:
         return _uml_child
 
 
+# What a hang-up of the guest's pty, or pytest-kunit's own stop, ends it with. A pytest started with them ignored (under
+# nohup, or as a background job of a script, which ignores SIGINT) would pass that on, and a guest that ignores
+# SIGHUP outlives a pytest killed outright.
+_ENDING_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM)
+
+
+def default_signals() -> None:
+    """In the guest's process before it executes: the signals that end it, at their default actions."""
+    for number in _ENDING_SIGNALS:
+        signal.signal(number, signal.SIG_DFL)
+
+
 def _uml_child() -> None:
+    default_signals()
     # A panicking UML kernel aborts: without this, a core of its whole memory could land in the working directory.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     # A session of its own, as a pty gives QEMU: its group holds the kernel's helper processes, stopped together.

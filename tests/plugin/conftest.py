@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
+import signal
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,17 @@ class FakeKernel:
 
     def filters(self) -> list[str | None]:
         return [boot["params"].get("kunit.filter_glob") for boot in self.test_boots()]
+
+
+def signals_as(action: signal.Handlers) -> Callable[[], None]:
+    """For a child process: SIGINT and SIGHUP at `action`. Ignored, they are what a run gets under nohup or as a
+    background job of a script (which ignores SIGINT): a command two launched so must still pass."""
+
+    def prepare() -> None:
+        for number in (signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, action)
+
+    return prepare
 
 
 def no_traceback(result: pytest.RunResult) -> None:

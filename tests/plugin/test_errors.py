@@ -13,7 +13,7 @@ import pytest
 
 from pytest_kunit import versions
 
-from .conftest import KUNITCONFIG, FakeKernel, no_traceback
+from .conftest import KUNITCONFIG, FakeKernel, no_traceback, signals_as
 
 
 def test_qemu_missing(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
@@ -107,11 +107,15 @@ def fake_qemus(marker: str) -> list[int]:
     return found
 
 
-def start_hanging_run(project: pytest.Pytester, fake_kernel: FakeKernel, output: int) -> subprocess.Popen[bytes]:
-    """A pytest run whose guest hangs; returns once that guest is running."""
+def start_hanging_run(
+    project: pytest.Pytester, fake_kernel: FakeKernel, output: int, signals: signal.Handlers
+) -> subprocess.Popen[bytes]:
+    """A pytest run whose guest hangs, started with SIGINT and SIGHUP at `signals`; returns once that guest runs."""
     fake_kernel.set_case("other", "first", outcome="hang")
     command = [sys.executable, "-m", "pytest", *fake_kernel.options("-k", "other")]
-    process = subprocess.Popen(command, cwd=project.path, stdout=output, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        command, cwd=project.path, stdout=output, stderr=subprocess.STDOUT, preexec_fn=signals_as(signals)
+    )
     deadline = time.monotonic() + 30
     while not fake_qemus(str(fake_kernel.cache)) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -121,7 +125,7 @@ def start_hanging_run(project: pytest.Pytester, fake_kernel: FakeKernel, output:
 
 
 def test_ctrl_c_leaves_no_qemu_behind(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
-    process = start_hanging_run(project, fake_kernel, subprocess.PIPE)
+    process = start_hanging_run(project, fake_kernel, subprocess.PIPE, signal.SIG_DFL)  # as a terminal's Ctrl-C
     process.send_signal(signal.SIGINT)
     output, _ = process.communicate(timeout=120)  # what is checked is what is left behind, not how fast
     assert b"KeyboardInterrupt" in output
@@ -131,7 +135,8 @@ def test_ctrl_c_leaves_no_qemu_behind(project: pytest.Pytester, fake_kernel: Fak
 
 def test_killed_pytest_leaves_no_qemu_behind(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
     """SIGKILL (as pytest-timeout's thread method ends a run) runs no cleanup: the guest must die on its own."""
-    process = start_hanging_run(project, fake_kernel, subprocess.DEVNULL)
+    # Started as under nohup: the guest must not inherit an ignored SIGHUP, or it outlives the pty's hang-up.
+    process = start_hanging_run(project, fake_kernel, subprocess.DEVNULL, signal.SIG_IGN)
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=10)
     # The guest leads its own session on the pty: closing the pty's master hangs it up. How soon it then exits is

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FAKE, FakeKernel, no_traceback
+from .conftest import FAKE, FakeKernel, no_traceback, signals_as
 
 
 @pytest.mark.parametrize("value", ["0.5", "1.9", "1e9"])
@@ -291,7 +291,11 @@ def test_stopped_build_leaves_no_make_job_behind(
     pytester.makefile(".kunitconfig", hang="CONFIG_KUNIT=y\nCONFIG_FAKE_BUILD_HANG=y\n")
     job = ("fake_make.py", "vmlinux", str(fake_kernel.cache))
     command = [sys.executable, "-m", "pytest", *fake_kernel.options()]
-    process = subprocess.Popen(command, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # SIGINT at its default action (a run of a background job of a script inherits it ignored): pytest's own.
+    default = signals_as(signal.SIG_DFL)
+    process = subprocess.Popen(
+        command, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=default
+    )
     try:
         assert wait_for(lambda: any(fake_kernel.cache.glob("build/*/hanging"))), "the build never started"
         assert processes_with(*job)
