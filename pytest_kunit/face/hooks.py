@@ -28,12 +28,14 @@ from ..host.cachelayout import CacheLayout
 from ..host.cacheprune import Bounds, prune, summary
 from ..model import STDIN, Settings
 from ..scaleout.image_service import worker_client
-from ..scaleout.protocol import WorkerOutput, received_input
+from ..scaleout.protocol import WorkerInput, WorkerOutput, received_input
 from ..scaleout.workers import is_worker, run_id, worker_count
 from .kcidb import REPORT_KEY, KcidbWriter, case_run
 from .nodes import ARCH_PROPERTY, CASE_PROPERTY, MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
 from .report import junit_properties, junit_writer, split_verdicts
 from .settings import given
+
+HANDED = pytest.StashKey[WorkerInput | None]()  # what the xdist controller handed this worker, checked once
 
 
 def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) -> None:
@@ -49,7 +51,7 @@ def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) ->
     first = next(iter(arches.values()))
     state = config.stash[STATE] = SessionState(config, settings, first, arches=arches, session=run_id(config))
     try:
-        handed = received_input(config)
+        handed = config.stash[HANDED] = received_input(config)
     except KunitError as error:
         raise pytest.UsageError(error.render()) from None
     client = worker_client(handed, settings.cache_dir, state.stats)
@@ -221,7 +223,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         for item in session.items
         if isinstance(item, KunitCase)
     ]
-    handed = received_input(config)
+    handed = config.stash[HANDED]
     durations = handed.durations if handed else load_durations(state.settings.cache_dir, config.rootpath)
     state.runner.set_plan(cases, plan_batches(cases, worker_count(config), state.settings.isolate, durations))
 
