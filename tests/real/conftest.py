@@ -356,6 +356,21 @@ class Kunit:
         return run_pytest_kunit(show, junit, *args, cwd=cwd, env=tier_env(**(env or {})), timeout=timeout)
 
 
+def debug_with_coverage(kunit: Kunit) -> tuple[Run, Path]:
+    """The debug fragment's whole run in the instrumented kernel with its coverage report (the directory): one boot
+    of its 133 cases under KASAN, kmemleak and GCOV, minutes on one core, that the debug and coverage tests each
+    read, made once a session."""
+    if "debug-coverage" not in kunit.tier.memo:
+        kunit.kernel("instrumented")
+        output = kunit.tier.scratch / "debug-coverage"
+        kunit.tier.memo["debug-coverage"] = (kunit.run(DEBUG, f"--kunit-coverage={output}"), output)
+    kept = kunit.tier.memo["debug-coverage"]
+    assert isinstance(kept, tuple)
+    run, output = kept
+    assert isinstance(run, Run) and isinstance(output, Path)
+    return run, output
+
+
 @pytest.fixture
 def kunit(tier: Tier, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Kunit:
     return Kunit(tier, capsys, tmp_path)

@@ -12,15 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import DEBUG, Kunit
+from .conftest import DEBUG, Kunit, debug_with_coverage
 
 pytestmark = [pytest.mark.real("instrumented"), pytest.mark.xdist_group("instrumented")]
 
 
 def test_framework_coverage_matches_gcov(kunit: Kunit, tmp_path: Path) -> None:
-    kunit.kernel("instrumented")
-    output = tmp_path / "coverage"
-    run = kunit.run(DEBUG, f"--kunit-coverage={output}")
+    run, output = debug_with_coverage(kunit)
     assert run.returncode == 0, run.report()
     assert "kernel builds: 0 " in run.stdout, run.report()
     assert all(outcome in ("passed", "skipped") for outcome in run.outcomes.values()), run.report()
@@ -43,11 +41,10 @@ def test_framework_coverage_matches_gcov(kunit: Kunit, tmp_path: Path) -> None:
 def test_a_selection_covers_only_what_ran(kunit: Kunit, tmp_path: Path) -> None:
     """With -k only the selected cases run: a suite left out covers none of its own lines (the same GCOV build as
     above: boots only). The selection is a filtered boot of a kmemleak kernel: clean since the series' patch 5."""
-    kunit.kernel("instrumented")
-    everything, selected = tmp_path / "all", tmp_path / "selected"
-    run = kunit.run(DEBUG, f"--kunit-coverage={everything}")
+    run, everything = debug_with_coverage(kunit)
     assert run.returncode == 0, run.report()
     whole = lines_covered(everything)
+    selected = tmp_path / "selected"
     run = kunit.run(DEBUG, f"--kunit-coverage={selected}", "-k", "example")
     assert run.returncode == 0, run.report()
     assert run.outcomes and all(name.startswith("example.") for name in run.outcomes), run.outcomes

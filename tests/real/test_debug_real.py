@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import DEBUG, SANITIZE, Kunit
+from .conftest import DEBUG, SANITIZE, Kunit, debug_with_coverage
 from .test_real_kernel import FRAMEWORK_CASES, FRAMEWORK_SKIPS
 
 pytestmark = [pytest.mark.real("instrumented"), pytest.mark.xdist_group("instrumented")]
@@ -34,11 +34,11 @@ DEBUG_CHECKS = {
 }
 
 
-def test_series_suites_are_clean_on_the_debug_kernel(kunit: Kunit, tmp_path: Path) -> None:
+def test_series_suites_are_clean_on_the_debug_kernel(kunit: Kunit) -> None:
     shared = kunit.kernel("instrumented")
     assert f"{DEBUG} runs in the kernel shared by" in shared.stdout, shared.report()
     # The series' own first patch keeps 6.1's PVH entry, through which QEMU boots the vmlinux, free of KASAN checks.
-    run = kunit.run(DEBUG, f"--kunit-coverage={tmp_path}")
+    run, _ = debug_with_coverage(kunit)
     # A sanitizer, lockdep, debug-objects or kmemleak report fails the case it was printed in, or the run; so does a
     # kmemleak final scan that never finished (no leak reported must mean none found).
     assert run.returncode == 0, run.report()
