@@ -33,6 +33,32 @@ def test_the_init_script_parses() -> None:
     subprocess.run([str(initramfs.BUSYBOX), "sh", "-n", "-c", initramfs.INIT], check=True)
 
 
+@needs_busybox
+@pytest.mark.parametrize(
+    ("dirs", "copied"),
+    [
+        ("lib/kunit,drivers/of", {"lib/kunit/test.gcda", "lib/kunit/kunit-test.gcda", "drivers/of/base.gcda"}),
+        ("lib/kunit", {"lib/kunit/test.gcda", "lib/kunit/kunit-test.gcda"}),
+        (initramfs.ALL, {"lib/kunit/test.gcda", "lib/kunit/kunit-test.gcda", "drivers/of/base.gcda", "fs/inode.gcda"}),
+    ],
+)
+def test_init_copies_the_counters_of_the_tested_directories_alone(tmp_path: Path, dirs: str, copied: set[str]) -> None:
+    # debugfs names each counter file by the build directory's absolute path.
+    build = tmp_path / "gcov" / "root" / "build"
+    for name in ("lib/kunit/test.gcda", "lib/kunit/kunit-test.gcda", "drivers/of/base.gcda", "fs/inode.gcda"):
+        (build / name).parent.mkdir(parents=True, exist_ok=True)
+        (build / name).write_bytes(name.encode())
+    (build / "lib/kunit/notes.txt").write_text("")
+    script = (
+        f"B={initramfs.BUSYBOX}\n{initramfs.COPY_COUNTERS}\ncopy_counters {tmp_path / 'gcov'} {tmp_path / 'out'} {dirs}"
+    )
+    subprocess.run([str(initramfs.BUSYBOX), "sh", "-c", script], check=True)
+    out = tmp_path / "out" / "root" / "build"
+    found = {str(path.relative_to(out)) for path in out.rglob("*") if path.is_file()}
+    assert found == copied
+    assert all((out / name).read_bytes() == name.encode() for name in found)
+
+
 def test_what_init_is_told_on_the_command_line() -> None:
     assert AfterKunit().kernel_args() == ()
     assert not AfterKunit().wanted
