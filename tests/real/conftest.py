@@ -31,6 +31,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# The environment as the session began. The fast tiers' tests change os.environ for a while (a PATH of fake
+# compilers or a counting find, a PATH with almost nothing on it), and the builder thread starts kernel builds while
+# they run: those must see the machine's own tools.
+SESSION_ENV = dict(os.environ)
 TIER_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-kunit-real-tier"
 TIER_CACHE = TIER_HOME / "pytest-kunit"
 
@@ -53,8 +57,9 @@ def extract_6_12() -> None:
         return
     assert TARBALL_6_12.is_file(), f"{TARBALL_6_12} is missing: scripts/setup.sh installs linux-source-6.12"
     TREE_6_12.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["rm", "-rf", str(TREE_6_12)], check=True)
-    subprocess.run(["tar", "-I", "xz -T0", "-xf", str(TARBALL_6_12), "-C", str(TREE_6_12.parent)], check=True)
+    subprocess.run(["rm", "-rf", str(TREE_6_12)], check=True, env=SESSION_ENV)
+    tar = ["tar", "-I", "xz -T0", "-xf", str(TARBALL_6_12), "-C", str(TREE_6_12.parent)]
+    subprocess.run(tar, check=True, env=SESSION_ENV)
     (TREE_6_12 / ".extracted").write_text("")
 
 
@@ -64,7 +69,7 @@ def link_tier_trees(cache: Path) -> Path:
     (cache / "src").mkdir(parents=True, exist_ok=True)
     for tree in (TIER_CACHE / "src").iterdir():
         if tree.is_dir() and not (cache / "src" / tree.name).exists():
-            subprocess.run(["cp", "-al", str(tree), str(cache / "src" / tree.name)], check=True)
+            subprocess.run(["cp", "-al", str(tree), str(cache / "src" / tree.name)], check=True, env=SESSION_ENV)
     return cache
 
 
@@ -104,7 +109,7 @@ KERNELS: dict[str, TierKernel] = {
 
 
 def tier_env(**extra: str) -> dict[str, str]:
-    return os.environ | {"XDG_CACHE_HOME": str(TIER_HOME)} | extra
+    return SESSION_ENV | {"XDG_CACHE_HOME": str(TIER_HOME)} | extra
 
 
 @dataclass
