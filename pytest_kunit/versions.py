@@ -73,14 +73,14 @@ def module_parameters(code: str) -> set[str]:
 
 def filter_takes_a_list(tree: Path) -> bool:
     """kunit.filter_glob takes a comma-separated list of globs: lib/kunit/executor.c defines
-    kunit_parse_filter_globs(), which the series' patch 0005 adds to split the list.
+    kunit_parse_filter_globs(), which the series' patch 0007 adds to split the list.
     6.1.192 with the series: yes. 6.12: no (one glob, split by kunit_parse_glob_filter())."""
     return defines_function(c_code(_read(tree, "lib/kunit/executor.c")), "kunit_parse_filter_globs")
 
 
 def has_case_timeout(tree: Path) -> bool:
     """kunit.timeout=SECONDS sets the per-case timeout: a module parameter `timeout` declared in lib/kunit/try-catch.c
-    (the series' patch 0007) or lib/kunit/test.c (upstream, 6.17+, a base the speed attribute scales).
+    (the series' patch 0008) or lib/kunit/test.c (upstream, 6.17+, a base the speed attribute scales).
     6.1.192 with the series: yes (try-catch.c). 6.12: no."""
     code = c_code(_read(tree, "lib/kunit/try-catch.c") + "\n" + _read(tree, "lib/kunit/test.c"))
     return "timeout" in module_parameters(code)

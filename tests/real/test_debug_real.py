@@ -24,6 +24,11 @@ pytestmark = [pytest.mark.real("instrumented"), pytest.mark.xdist_group("instrum
 # runs (a use after free, a stack overrun, a sleep in atomic context), as well as on its own expectations.
 DEBUG_CHECKS = {
     "kunit_mock.mock_test_odd_sized_returns",
+    "kunit_mock.mock_test_odd_sized_store_stays_in_bounds",
+    "kunit_mock.mock_test_copy_beyond_buffer_fails",
+    "kunit-resource-test.kunit_resource_test_cleanup_keeps_running_test",
+    "eeprom_buffer_mock.eeprom_buffer_mock_keeps_bytes_taken_on_write_error",
+    "eeprom_buffer_mock.eeprom_buffer_mock_exit_after_failed_init",
     "kunit_mock.mock_test_streq_on_integer_fails",
     "kunit_mock.mock_test_owner_gone_before_cleanup",
     "kunit_mock.mock_test_sequence_outlives_stack",
