@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
 # Check kernel-patches/ the way a maintainer would: `git am` onto a pristine extract of Debian's linux-source-6.1,
 # `scripts/checkpatch.pl --strict` on every patch (no errors; each warning or check type left must be named in the
-# patch's notes below its `---`, which say why it stays), a build of every prefix of the series (tinyconfig + the
-# guest's needs + every test the series adds) and a boot of it in QEMU with every suite passing, and the whole series'
+# patch's notes below its `---`, which say why it stays), a build of every prefix of the series in four
+# configurations (x86_64: tinyconfig + the guest's needs + every test the series adds; UML and arm64: KUnit's fragment
+# as kunit.py builds it, and arm64's device tree unittest; x86_64 with KUnit and its tests as modules), a boot of
+# every x86_64 prefix in QEMU with every suite passing and of the last prefix on UML and arm64, and the whole series'
 # suites on a debug kernel (testsuites/kunit-debug.kunitconfig: KASAN, UBSAN, lockdep, ...) run by pytest-kunit, with
 # no case failing and no sanitizer report.
 # Compiles kernels: run it under the shared build lock (flock /tmp/kbuild.lock scripts/check-series.sh).
-# Usage: scripts/check-series.sh [--no-debug] [WORKDIR]   (default: a temp dir; --no-debug leaves out the debug
-# kernel, for a run that has already checked the same tree with testsuites/kunit-debug.kunitconfig)
+# Usage: scripts/check-series.sh [--no-debug] [--configs LIST] [WORKDIR]   (default: a temp dir; --no-debug leaves
+# out the debug kernel, for a run that has already checked the same tree with testsuites/kunit-debug.kunitconfig;
+# LIST is a comma-separated subset of x86_64,um,arm64,kunit-m, all four by default)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-debug=yes
-if [ "${1:-}" = --no-debug ]; then debug=no; shift; fi
+debug=yes configs=x86_64,um,arm64,kunit-m
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --no-debug) debug=no; shift ;;
+    --configs) configs=$2; shift 2 ;;
+    *) break ;;
+    esac
+done
+for config in ${configs//,/ }; do
+    case "$config" in x86_64|um|arm64|kunit-m) ;; *) echo "check-series: unknown configuration $config" >&2; exit 2 ;; esac
+done
 work=${1:-$(mktemp -d /tmp/check-series.XXXXXX)}
 tarball=/usr/src/linux-source-6.1.tar.xz
 mkdir -p "$work"
@@ -33,26 +45,70 @@ python3 -c 'import ply, git' 2>/dev/null || {
 }
 git am --abort >/dev/null 2>&1 || true
 git checkout -q -f -B series pristine && git clean -q -fdx
-fragment="$work/fragment.config"
-cat "$repo"/testsuites/kunit.kunitconfig "$repo"/testsuites/of.kunitconfig > "$fragment"
-printf 'CONFIG_PRINTK=y\nCONFIG_TTY=y\nCONFIG_SERIAL_8250=y\nCONFIG_SERIAL_8250_CONSOLE=y\nCONFIG_KERNEL_GZIP=y\n' >> "$fragment"
-printf 'CONFIG_KUNIT_ALL_TESTS=y\nCONFIG_EXPERT=y\nCONFIG_BUG=y\n' >> "$fragment"
-# The PVH entry (how the runner boots a vmlinux) is compiled too, though the bzImage boots below do not use it.
-printf 'CONFIG_HYPERVISOR_GUEST=y\nCONFIG_PVH=y\n' >> "$fragment"
-build="$work/build"
+# Each configuration's fragment, added to its base (tinyconfig, or kunit.py's olddefconfig from nothing).
+kunit_fragment=$(cat "$repo"/testsuites/kunit.kunitconfig)
+printf '%s\n' "$kunit_fragment" "$(cat "$repo"/testsuites/of.kunitconfig)" \
+    'CONFIG_PRINTK=y' 'CONFIG_TTY=y' 'CONFIG_SERIAL_8250=y' 'CONFIG_SERIAL_8250_CONSOLE=y' 'CONFIG_KERNEL_GZIP=y' \
+    'CONFIG_KUNIT_ALL_TESTS=y' 'CONFIG_EXPERT=y' 'CONFIG_BUG=y' \
+    'CONFIG_HYPERVISOR_GUEST=y' 'CONFIG_PVH=y' > "$work/x86_64.config"
+# (The PVH entry, how the runner boots a vmlinux, is compiled too, though the bzImage boots below do not use it.)
+printf '%s\n' "$kunit_fragment" > "$work/um.config"
+printf '%s\n' "$kunit_fragment" "$(cat "$repo"/testsuites/of.kunitconfig)" 'CONFIG_PRINTK=y' 'CONFIG_TTY=y' \
+    'CONFIG_SERIAL_AMBA_PL011=y' 'CONFIG_SERIAL_AMBA_PL011_CONSOLE=y' 'CONFIG_BUG=y' > "$work/arm64.config"
+# KUnit and its tests as modules (bool options stay y): what distributions ship.
+printf '%s\n' "$kunit_fragment" | sed 's/^\(CONFIG_KUNIT[A-Z_]*\)=y$/\1=m/' > "$work/kunit-m.config"
+printf '%s\n' 'CONFIG_MODULES=y' 'CONFIG_MODULE_UNLOAD=y' 'CONFIG_PRINTK=y' 'CONFIG_BUG=y' >> "$work/kunit-m.config"
+# make's arguments and image of each configuration.
+make_args() {
+    case "$1" in
+    x86_64|kunit-m) echo "ARCH=x86_64" ;;
+    um) echo "ARCH=um" ;;
+    arm64) echo "ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-" ;;
+    esac
+}
+targets() {
+    case "$1" in x86_64) echo bzImage ;; kunit-m) echo "bzImage modules" ;; um) echo linux ;; arm64) echo Image ;; esac
+}
+configure() {
+    local config=$1 build="$work/build-$1"
+    # shellcheck disable=SC2046
+    if [ "$config" = um ]; then
+        # As kunit.py configures UML: the fragment alone, every other symbol at its default.
+        mkdir -p "$build" && cp "$work/um.config" "$build/.config"
+    else
+        make -s O="$build" $(make_args "$config") tinyconfig >/dev/null
+        cat "$work/$config.config" >> "$build/.config"
+    fi
+    # The fragment re-sets symbols tinyconfig set: Kconfig's "override" notes go to a log, not the report.
+    # shellcheck disable=SC2046
+    make -s O="$build" $(make_args "$config") olddefconfig >/dev/null 2>"$work/olddefconfig-$config.log"
+}
 status=0
-# Boot a prefix's bzImage (no init: the kernel runs the built-in suites, then panics for want of a root, and
-# panic=-1 with -no-reboot ends QEMU) and read its console: every top-level KTAP result ok (a skip is `ok ... # SKIP`), and as
-# many results as the plans announced, so a suite that crashed the kernel or never ran is a failure.
-booted=""  # the checksum of the last image that booted green: a prefix that changed only documentation reuses it
+# Boot an image with no init: the kernel runs the built-in suites, then panics for want of a root (panic=-1 with
+# -no-reboot ends QEMU; UML halts at kunit_shutdown). Read its console: every top-level KTAP result ok (a skip is
+# `ok ... # SKIP`), and as many results as the plans announced, so a suite that crashed the kernel or never ran is a
+# failure.
+booted=""  # the checksum of the last x86_64 image that booted green: a prefix that changed only documentation reuses it
 boot() {
-    local name=$1 console="$work/console-$1.log" start=$SECONDS sum
-    [ -f "$build/arch/x86/boot/bzImage" ] || return 1
-    sum=$(sha256sum < "$build/arch/x86/boot/bzImage")
-    if [ "$sum" = "$booted" ]; then echo "boot $name: the previous prefix's image, already booted"; return 0; fi
-    timeout 900 qemu-system-x86_64 -m 512 -display none -no-reboot -serial stdio -monitor none \
-        -kernel "$build/arch/x86/boot/bzImage" -append "console=ttyS0 panic=-1 i8042.noaux i8042.nokbd" \
-        > "$console" 2>&1 </dev/null || true
+    local config=$1 name=$2 console="$work/console-$1-$2.log" start=$SECONDS image sum
+    local build="$work/build-$config"
+    case "$config" in
+    x86_64) image="$build/arch/x86/boot/bzImage" ;;
+    um) image="$build/linux" ;;
+    arm64) image="$build/arch/arm64/boot/Image" ;;
+    esac
+    [ -f "$image" ] || return 1
+    if [ "$config" = x86_64 ]; then
+        sum=$(sha256sum < "$image")
+        if [ "$sum" = "$booted" ]; then echo "boot $name: the previous prefix's image, already booted"; return 0; fi
+    fi
+    case "$config" in
+    x86_64) timeout 900 qemu-system-x86_64 -m 512 -display none -no-reboot -serial stdio -monitor none \
+        -kernel "$image" -append "console=ttyS0 panic=-1 i8042.noaux i8042.nokbd" ;;
+    um) timeout 900 "$image" mem=512M console=tty kunit_shutdown=halt ;;
+    arm64) timeout 900 qemu-system-aarch64 -machine virt -cpu cortex-a57 -m 1024 -display none -no-reboot \
+        -serial stdio -monitor none -kernel "$image" -append "console=ttyAMA0 panic=-1" ;;
+    esac > "$console" 2>&1 </dev/null || true
     # Console lines may carry a printk time stamp and a CR; top-level KTAP lines start in the first column.
     local ktap planned results bad
     ktap=$(sed -e 's/\r$//' -e 's/^\[ *[0-9.]*\] //' "$console")
@@ -60,10 +116,10 @@ boot() {
     results=$(grep -cE '^(not )?ok [0-9]+ ' <<<"$ktap" || true)
     bad=$(grep -E '^not ok [0-9]+ ' <<<"$ktap" || true)
     if [ "$planned" -gt 0 ] && [ "$results" -eq "$planned" ] && [ -z "$bad" ]; then
-        echo "boot $name: ok ($results suites, $(( SECONDS - start )) s)"
-        booted=$sum
+        echo "boot $config $name: ok ($results suites, $(( SECONDS - start )) s)"
+        [ "$config" != x86_64 ] || booted=$sum
     else
-        echo "boot $name: FAILED ($results of $planned suites reported; console: $console)"
+        echo "boot $config $name: FAILED ($results of $planned suites reported; console: $console)"
         [ -z "$bad" ] || sed 's/^/    /' <<<"$bad"
         return 1
     fi
@@ -82,18 +138,24 @@ for patch in "$repo"/kernel-patches/[0-9]*.patch; do
         *) grep -q "${type#*:}" <<<"$notes" || { echo "checkpatch $name: $type not explained below ---"; status=1; } ;;
         esac
     done
-    make -s O="$build" ARCH=x86_64 tinyconfig >/dev/null
-    cat "$fragment" >> "$build/.config"
-    # The fragment re-sets symbols tinyconfig set: Kconfig's "override" notes go to a log, not the report.
-    make -s O="$build" ARCH=x86_64 olddefconfig >/dev/null 2>"$work/olddefconfig-$name.log"
-    start=$(date +%s)
-    if make -s O="$build" ARCH=x86_64 -j"$(nproc)" bzImage > "$work/build-$name.log" 2>&1; then
-        echo "build $name: ok ($(( $(date +%s) - start )) s)"
-    else
-        echo "build $name: FAILED (log: $work/build-$name.log)"; status=1
-    fi
-    grep -E "warning:" "$work/build-$name.log" | head -5 || true
-    boot "$name" || status=1
+    for config in ${configs//,/ }; do
+        configure "$config"
+        start=$(date +%s)
+        # shellcheck disable=SC2046
+        if make -s O="$work/build-$config" $(make_args "$config") -j"$(nproc)" $(targets "$config") \
+                > "$work/build-$config-$name.log" 2>&1; then
+            echo "build $config $name: ok ($(( $(date +%s) - start )) s)"
+        else
+            echo "build $config $name: FAILED (log: $work/build-$config-$name.log)"; status=1
+        fi
+        grep -E "warning:" "$work/build-$config-$name.log" | head -5 || true
+        if [ "$config" = x86_64 ]; then boot x86_64 "$name" || status=1; fi
+    done
+    last=$name
+done
+# The whole series on UML and arm64: their built-in suites all pass.
+for config in ${configs//,/ }; do
+    case "$config" in um|arm64) boot "$config" "$last" || status=1 ;; esac
 done
 # The last prefix, the whole series, on a debug kernel: every case passes and no sanitizer, lockdep, debug-objects or
 # kmemleak report is printed (the runner fails the case a report was printed in, or the run if no case was running).
