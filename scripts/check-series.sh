@@ -8,15 +8,17 @@
 # suites on a debug kernel (testsuites/kunit-debug.kunitconfig: KASAN, UBSAN, lockdep, ...) run by pytest-kunit, with
 # no case failing and no sanitizer report.
 # Compiles kernels: run it under the shared build lock (flock /tmp/kbuild.lock scripts/check-series.sh).
-# Usage: scripts/check-series.sh [--no-debug] [--configs LIST] [WORKDIR]   (default: a temp dir; --no-debug leaves
-# out the debug kernel, for a run that has already checked the same tree with testsuites/kunit-debug.kunitconfig;
-# LIST is a comma-separated subset of x86_64,um,arm64,kunit-m, all four by default)
+# Usage: scripts/check-series.sh [--no-debug] [--configs LIST] [--last] [WORKDIR]   (default: a temp dir;
+# --no-debug leaves out the debug kernel, for a run that has already checked the same tree with
+# testsuites/kunit-debug.kunitconfig; LIST is a comma-separated subset of x86_64,um,arm64,kunit-m, all four by default;
+# --last builds and boots only the whole series, every patch still checked by checkpatch)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-debug=yes configs=x86_64,um,arm64,kunit-m
+debug=yes configs=x86_64,um,arm64,kunit-m last_only=no
 while [ $# -gt 0 ]; do
     case "$1" in
     --no-debug) debug=no; shift ;;
+    --last) last_only=yes; shift ;;
     --configs) configs=$2; shift 2 ;;
     *) break ;;
     esac
@@ -138,6 +140,8 @@ for patch in "$repo"/kernel-patches/[0-9]*.patch; do
         *) grep -q "${type#*:}" <<<"$notes" || { echo "checkpatch $name: $type not explained below ---"; status=1; } ;;
         esac
     done
+    last=$name
+    if [ $last_only = yes ] && [ "$patch" != "$(ls "$repo"/kernel-patches/[0-9]*.patch | tail -1)" ]; then continue; fi
     for config in ${configs//,/ }; do
         configure "$config"
         start=$(date +%s)
@@ -151,7 +155,6 @@ for patch in "$repo"/kernel-patches/[0-9]*.patch; do
         grep -E "warning:" "$work/build-$config-$name.log" | head -5 || true
         if [ "$config" = x86_64 ]; then boot x86_64 "$name" || status=1; fi
     done
-    last=$name
 done
 # The whole series on UML and arm64: their built-in suites all pass.
 for config in ${configs//,/ }; do
