@@ -34,8 +34,10 @@ def watchdog_seconds(case_timeout: float) -> float:
     return case_timeout + min(15.0, case_timeout / 4)
 
 
-# What a boot may take beyond its cases' own time: starting the kernel, the list boot, shutting down.
-BOOT_ALLOWANCE = 60.0
+# What a boot may take beyond its cases' own time: starting the kernel, the list boot, shutting down. A KASAN and
+# GCOV kernel under TCG on a loaded host took more than 60 s to reach KUnit (its list boot killed, every case of two
+# fragments lost); a hang is the silence watchdog's to catch, so this only bounds a guest that never stops printing.
+BOOT_ALLOWANCE = 300.0
 
 
 def boot_deadline(case_timeout: float, cases: int) -> float:
