@@ -126,7 +126,9 @@ boot() {
         return 1
     fi
 }
-for patch in "$repo"/kernel-patches/[0-9]*.patch; do
+patches=("$repo"/kernel-patches/[0-9]*.patch)
+final_patch=${patches[-1]}
+for patch in "${patches[@]}"; do
     name=$(basename "$patch")
     case "$name" in 0000-*) continue ;; esac
     git -c user.name=check -c user.email=check@invalid am -q "$patch" || { echo "FAIL apply $name"; exit 1; }
@@ -141,7 +143,7 @@ for patch in "$repo"/kernel-patches/[0-9]*.patch; do
         esac
     done
     last=$name
-    if [ $last_only = yes ] && [ "$patch" != "$(ls "$repo"/kernel-patches/[0-9]*.patch | tail -1)" ]; then continue; fi
+    if [ $last_only = yes ] && [ "$patch" != "$final_patch" ]; then continue; fi
     for config in ${configs//,/ }; do
         configure "$config"
         start=$(date +%s)
