@@ -42,7 +42,6 @@ FRAMEWORK = "testsuites/kunit.kunitconfig"
 FAULTS = "testsuites/faults/faults.kunitconfig"
 MISC = "testsuites/misc-example/misc-example.kunitconfig"
 NAMES = "testsuites/names/names.kunitconfig"
-ALL_TESTS = "testsuites/all-tests.kunitconfig"
 DEBUG = "testsuites/kunit-debug.kunitconfig"
 SANITIZE = "testsuites/sanitize/sanitize.kunitconfig"
 
@@ -97,7 +96,6 @@ KERNELS: dict[str, TierKernel] = {
     ),
     "arm64": TierKernel(("--kunit-arch=arm64", "--kunit-share-kernels", FRAMEWORK, FAULTS)),
     "6.12": TierKernel(("lib/kunit/",), cwd=TREE_6_12, prepare=extract_6_12),
-    "all-tests": TierKernel((ALL_TESTS,)),
     "um": TierKernel(("--kunit-arch=um", "--kunit-share-kernels", FRAMEWORK, FAULTS)),
     # The framework fragment built alone (reuse off, in a cache of its own): test_uml compares it case by case with
     # the same fragment in the shared kernel above.
@@ -334,6 +332,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     tier = session.config.stash.get(TIER_KEY, None)
     if tier is not None and tier.builder is not None:
         tier.builder.stop()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Each kernel's build (or warm listing) seconds, in the order built: what command two's time is made of."""
+    tier = terminalreporter.config.stash.get(TIER_KEY, None)
+    if tier is not None and tier.built:
+        figures = ", ".join(f"{name} {run.seconds:,.0f} s" for name, run in tier.built.items())
+        terminalreporter.write_line(f"real tier kernels (build or warm listing): {figures}")
 
 
 @pytest.fixture(scope="session")

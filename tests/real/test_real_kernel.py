@@ -2,7 +2,9 @@
 
 One kernel serves this module: the framework fragment and the two out-of-tree suites (faults, misc-example) share it
 (conftest.KERNELS["x86_64"]), and each test then runs its fragment alone as a user types it, served by that kernel
-with only the fragment's own suites (reuse.py). all-tests has a kernel of its own."""
+with only the fragment's own suites (reuse.py). The all-tests fragment, a kernel of its own, is bench/all_tests.py's
+(docs/performance.md); the series' suites it adds (the device-tree unittest among them) run on x86_64 in
+test_debug_real."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 import kcidb_io
 import pytest
 
-from .conftest import ALL_TESTS, FAULTS, FRAMEWORK, MISC, NAMES, Kunit
+from .conftest import FAULTS, FRAMEWORK, MISC, NAMES, Kunit
 
 pytestmark = [pytest.mark.real("x86_64"), pytest.mark.xdist_group("x86_64")]
 
@@ -201,16 +203,3 @@ def test_names_with_spaces_are_collected_selected_filtered_and_reported(kunit: K
     by_id = kunit.run(f"{NAMES}::{SUITE}::non-ASCII naïve café")
     assert by_id.outcomes == {f"{SUITE}.non-ASCII naïve café": "passed"}, by_id.report()
     assert by_id.returncode == 0, by_id.report()
-
-
-@pytest.mark.real("all-tests")
-@pytest.mark.xdist_group("all-tests")
-def test_all_tests_fragment_passes(kunit: Kunit) -> None:
-    kunit.kernel("all-tests")
-    run = kunit.run(ALL_TESTS)
-    assert run.returncode == 0, run.report()
-    assert len(run.outcomes) >= 300, run.report()
-    assert set(run.outcomes.values()) <= {"passed", "skipped"}, run.report()
-    assert_framework_green({name: run.outcomes[name] for name in FRAMEWORK_CASES}, run.report())
-    # The device-tree unittest, migrated to KUnit by the series, runs here on x86_64.
-    assert {name.split(".")[0] for name in run.outcomes} >= {"of_base", "of_overlay", "of_dynamic"}, run.report()
