@@ -15,7 +15,7 @@ from pathlib import Path
 PACKAGED_SOURCE = "linux-source-6.1"  # the Debian package whose tarball a run builds when given no tree
 DEFAULT_TARBALL = Path(f"/usr/src/{PACKAGED_SOURCE}.tar.xz")  # where that package puts it
 # What the series' kunit.timeout accepts: 1 to KUNIT_MAX_TIMEOUT_SECS seconds (lib/kunit/try-catch-impl.h, patch
-# 0007), ignoring anything else and keeping its 300 s. Upstream's (6.17+) takes any number of seconds.
+# 0011), ignoring anything else and keeping its 300 s. Upstream's (6.17+) takes any number of seconds.
 MAX_CASE_TIMEOUT = 86400
 # The ELF sections an object's suite table is in: `.kunit_test_suites` (6.1, 6.12), and on 6.12 (6.7+) also
 # `.kunit_init_test_suites` for suites that test __init code. Which one an object has, its own section headers say.
@@ -73,14 +73,14 @@ def module_parameters(code: str) -> set[str]:
 
 def filter_takes_a_list(tree: Path) -> bool:
     """kunit.filter_glob takes a comma-separated list of globs: lib/kunit/executor.c defines
-    kunit_parse_filter_globs(), which the series' patch 0007 adds to split the list.
+    kunit_parse_filter_globs(), which the series' patch 0009 adds to split the list.
     6.1.192 with the series: yes. 6.12: no (one glob, split by kunit_parse_glob_filter())."""
     return defines_function(c_code(_read(tree, "lib/kunit/executor.c")), "kunit_parse_filter_globs")
 
 
 def has_case_timeout(tree: Path) -> bool:
     """kunit.timeout=SECONDS sets the per-case timeout: a module parameter `timeout` declared in lib/kunit/try-catch.c
-    (the series' patch 0008) or lib/kunit/test.c (upstream, 6.17+, a base the speed attribute scales).
+    (the series' patch 0011) or lib/kunit/test.c (upstream, 6.17+, a base the speed attribute scales).
     6.1.192 with the series: yes (try-catch.c). 6.12: no."""
     code = c_code(_read(tree, "lib/kunit/try-catch.c") + "\n" + _read(tree, "lib/kunit/test.c"))
     return "timeout" in module_parameters(code)

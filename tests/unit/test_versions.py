@@ -20,7 +20,7 @@ from pytest_kunit.versions import (
     suite_name_bytes,
 )
 
-# lib/kunit/executor.c of 6.1 with the series (patch 0007), cut down to the lines that matter here.
+# lib/kunit/executor.c of 6.1 with the series (patch 0009), cut down to the lines that matter here.
 EXECUTOR_6_1 = """\
 module_param_cb(filter_glob, &kunit_filter_glob_ops, &filter_glob_param, 0);
 MODULE_PARM_DESC(filter_glob,
@@ -64,7 +64,7 @@ static void kunit_run(void)
 		kunit_exec_list_tests(&suite_set, true);
 }
 """
-# lib/kunit/try-catch.c of 6.1 with the series (patch 0008).
+# lib/kunit/try-catch.c of 6.1 with the series (patch 0011).
 TRY_CATCH_6_1 = """\
 /*
  * How long a test case may run, in seconds, settable at boot.
