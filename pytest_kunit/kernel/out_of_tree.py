@@ -8,6 +8,7 @@ always the runner's own copy in the cache: the source the user pointed at is nev
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,15 +53,27 @@ def _replace(path: Path, text: str) -> None:
     path.chmod(mode)
 
 
+def _replace_keeping_time(path: Path, text: str) -> None:
+    """Replace a file that lists the placed suites, keeping its time. A build's key names the suites placed for it
+    and their symbols default to off, so a suite placed later for another kernel changes nothing a configured build
+    holds; a newer time would still make Kbuild and _configured() complete that build's configuration again, and
+    its next run make the whole kernel (a kernel of the framework fragment, once the sanitize suite is placed for
+    the instrumented one)."""
+    before = path.stat() if path.exists() else None
+    _replace(path, text)
+    if before is not None:
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
 def _write_if_changed(path: Path, text: str) -> None:
     if not path.exists() or path.read_text() != text:
-        _replace(path, text)
+        _replace_keeping_time(path, text)
 
 
 def _append_once(path: Path, line: str) -> None:
     text = path.read_text()
     if line not in text.splitlines():
-        _replace(path, text.rstrip("\n") + f"\n\n{line}\n")
+        _replace_keeping_time(path, text.rstrip("\n") + f"\n\n{line}\n")
 
 
 def install(tree: Path, suite: SuiteDir) -> None:
