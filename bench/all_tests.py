@@ -21,25 +21,16 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
+
+from compare_kunitpy import junit_outcomes
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAGMENT = "testsuites/all-tests.kunitconfig"
 DEVICE_TREE = {"of_base", "of_overlay", "of_dynamic"}
 FRAMEWORK_SUITES = {"kunit_executor_test", "kunit-try-catch-test", "kunit-resource-test", "example", "kunit_status"}
 _SUMMARY = re.compile(r"kernel builds: (\d+) \(([\d.]+) s\); guest boots: (\d+) \(([\d.]+) s\)")
-
-
-def outcomes(junit: Path) -> dict[str, str]:
-    """suite.case -> passed, failure, error or skipped."""
-    found: dict[str, str] = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        suite = case.get("classname", "").rsplit(".", 1)[-1]
-        outcome = next((tag for tag in ("failure", "error", "skipped") if case.find(tag) is not None), "passed")
-        found[f"{suite}.{case.get('name')}"] = outcome
-    return found
 
 
 def problems(found: dict[str, str]) -> list[str]:
@@ -63,7 +54,7 @@ def main() -> int:
         started = time.monotonic()
         result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         wall = time.monotonic() - started
-        found = outcomes(junit) if junit.exists() else {}
+        found = junit_outcomes(junit) if junit.exists() else {}
     summary = _SUMMARY.search(result.stdout)
     figures = {
         "cases": len(found),
