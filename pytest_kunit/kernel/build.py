@@ -214,7 +214,13 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
         look = (
             None
             if before.built_by_this_run
-            else look_at_tree(request.tree, build_dir / STAMP, sources if before.same_inputs else None, snapshot)
+            else look_at_tree(
+                request.tree,
+                build_dir / STAMP,
+                sources if before.same_inputs else None,
+                snapshot,
+                {name for name, _ in request.placed},
+            )
         )
         up_to_date = before.built_by_this_run or (look is not None and look.unchanged)
         checked, note = before.checked, ""

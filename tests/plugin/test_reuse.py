@@ -162,6 +162,33 @@ def test_out_of_tree_suites_share_a_kernel_and_serve_alone(pytester: pytest.Pyte
     assert len(builds(fragments)) == 2
 
 
+def test_a_suite_placed_for_another_kernel_leaves_this_one_built(
+    pytester: pytest.Pytester, fragments: FakeKernel
+) -> None:
+    """Two out-of-tree suites' kernels of one extracted tree: placing the second suite's folder (a new directory in
+    the tree's overlay, its Kconfig and Makefile listing it) is no edit of the first kernel, whose next run makes
+    nothing."""
+    tarball = pytester.path / "linux.tar.gz"
+    with tarfile.open(tarball, "w:gz") as archive:
+        archive.add(fragments.tree, arcname="linux-fake")
+    shutil.copytree(FAKE / "outoftree/mysuite", pytester.path / "mysuite")
+    other = pytester.path / "othersuite"
+    shutil.copytree(FAKE / "outoftree/mysuite", other)
+    for name in ("Kconfig", "Makefile", "fake-suite.json", "mysuite.kunitconfig"):
+        text = (other / name).read_text().replace("MY_SUITE", "OTHER_SUITE").replace("my-suite", "other-suite")
+        (other / name).write_text(text)
+    (other / "mysuite.kunitconfig").rename(other / "othersuite.kunitconfig")
+
+    def run(fragment: str) -> str:
+        options = [*fragments.options(fragment), f"--kunit-kernel-src={tarball}"]
+        return str(pytester.runpytest_inprocess(*options).stdout.str())
+
+    assert "kernel builds: 1 " in run("mysuite/mysuite.kunitconfig")
+    assert "kernel builds: 1 " in run("othersuite/othersuite.kunitconfig")
+    again = run("mysuite/mysuite.kunitconfig")
+    assert "kernel builds: 0 " in again, again
+
+
 def readings(pytester: pytest.Pytester) -> int:
     calls = pytester.path / "conftest.py.calls"
     return len(calls.read_text().splitlines()) if calls.exists() else 0
