@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .out_of_tree import OVERLAY
+from .out_of_tree import OVERLAY, OVERLAY_LISTS
 from .tree import PreparedTree, changed_since
 
 RECENT = 1000  # changes in the second before a build started that it records (more: the next run builds again)
@@ -63,7 +63,7 @@ def other_kernels_suites(tree: Path, path: str, placed: Collection[str]) -> bool
     relative = Path(path).relative_to(overlay) if Path(path).is_relative_to(overlay) else None
     if relative is None:
         return False
-    if not relative.parts or str(relative) in ("Kconfig", "Makefile"):
+    if not relative.parts or str(relative) in OVERLAY_LISTS:
         return True
     return relative.parts[0] not in placed
 

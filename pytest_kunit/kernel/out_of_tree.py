@@ -16,6 +16,7 @@ from ..host.cache import write_atomically
 from .tree import enclosing_tree, mirror
 
 OVERLAY = "pytest-kunit"
+OVERLAY_LISTS = ("Kconfig", "Makefile")  # the overlay's own files, listing every placed suite
 _KCONFIG_HOOK = f'source "{OVERLAY}/Kconfig"'
 _KBUILD_HOOK = f"obj-y\t\t\t+= {OVERLAY}/"
 
@@ -82,7 +83,8 @@ def install(tree: Path, suite: SuiteDir) -> None:
     mirror(suite.path, overlay / suite.name, "*.kunitconfig")
     placed = sorted(child.name for child in overlay.iterdir() if (child / "Kconfig").is_file())
     kconfig = "".join(f'source "{OVERLAY}/{name}/Kconfig"\n' for name in placed)
-    _write_if_changed(overlay / "Kconfig", f'menu "pytest-kunit out-of-tree suites"\n{kconfig}endmenu\n')
-    _write_if_changed(overlay / "Makefile", "".join(f"obj-y += {name}/\n" for name in placed))
+    kconfig_list, makefile_list = (overlay / name for name in OVERLAY_LISTS)
+    _write_if_changed(kconfig_list, f'menu "pytest-kunit out-of-tree suites"\n{kconfig}endmenu\n')
+    _write_if_changed(makefile_list, "".join(f"obj-y += {name}/\n" for name in placed))
     _append_once(tree / "Kconfig", _KCONFIG_HOOK)
     _append_once(tree / "Kbuild", _KBUILD_HOOK)
