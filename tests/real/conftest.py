@@ -367,19 +367,37 @@ class Kunit:
         return run_pytest_kunit(show, junit, *args, cwd=cwd, env=tier_env(**(env or {})), timeout=timeout)
 
 
-def debug_with_coverage(kunit: Kunit) -> tuple[Run, Path]:
-    """The debug fragment's whole run in the instrumented kernel with its coverage report (the directory): one boot
-    of its 133 cases under KASAN, kmemleak and GCOV, minutes on one core, that the debug and coverage tests each
-    read, made once a session."""
-    if "debug-coverage" not in kunit.tier.memo:
+def instrumented_run(kunit: Kunit, name: str, *args: str) -> tuple[Run, Path]:
+    """A run in the instrumented kernel with its coverage report (the directory), made once a session however many
+    tests read it: each boot of that kernel (KASAN, lockdep, kmemleak and GCOV under TCG, on one core) takes minutes,
+    most of them kmemleak's final scans, whatever number of cases it runs."""
+    if name not in kunit.tier.memo:
         kunit.kernel("instrumented")
-        output = kunit.tier.scratch / "debug-coverage"
-        kunit.tier.memo["debug-coverage"] = (kunit.run(DEBUG, f"--kunit-coverage={output}"), output)
-    kept = kunit.tier.memo["debug-coverage"]
+        output = kunit.tier.scratch / name
+        kunit.tier.memo[name] = (kunit.run(*args, f"--kunit-coverage={output}"), output)
+    kept = kunit.tier.memo[name]
     assert isinstance(kept, tuple)
     run, output = kept
     assert isinstance(run, Run) and isinstance(output, Path)
     return run, output
+
+
+def debug_with_coverage(kunit: Kunit) -> tuple[Run, Path]:
+    """The debug fragment's whole run (every case of it): the debug and coverage tests each read it."""
+    return instrumented_run(kunit, "debug-coverage", DEBUG)
+
+
+# The sanitize suite's cases (their names all begin so; the fragment's own name holds "sanitize", which -k would
+# match in every case) and the example suite's, which run among them and must stay green.
+SANITIZE_SELECTION = "sanitize_ or example"
+
+
+def sanitize_selection(kunit: Kunit) -> tuple[Run, Path]:
+    """The sanitize fragment with sanitizers, a selection of it (the sanitize and example suites): the debug tests
+    read its reports, the coverage tests what a selection covers."""
+    return instrumented_run(
+        kunit, "sanitize-selection", SANITIZE, "--kunit-sanitize=kasan,ubsan", "-k", SANITIZE_SELECTION
+    )
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import DEBUG, Kunit, debug_with_coverage
+from .conftest import Kunit, debug_with_coverage, sanitize_selection
 
 pytestmark = [pytest.mark.real("instrumented"), pytest.mark.xdist_group("instrumented")]
 
@@ -38,16 +38,16 @@ def test_framework_coverage_matches_gcov(kunit: Kunit, tmp_path: Path) -> None:
     assert round(float(found[1]) * total / 100) == covered, said
 
 
-def test_a_selection_covers_only_what_ran(kunit: Kunit, tmp_path: Path) -> None:
+def test_a_selection_covers_only_what_ran(kunit: Kunit) -> None:
     """With -k only the selected cases run: a suite left out covers none of its own lines (the same GCOV build as
-    above: boots only). The selection is a filtered boot of a kmemleak kernel: clean since the series' patch 5."""
+    above: boots only). The selection (the sanitize and example suites, the debug tests' run: conftest.py) is a
+    filtered boot of a kmemleak kernel: clean since the series' patch 5."""
     run, everything = debug_with_coverage(kunit)
     assert run.returncode == 0, run.report()
     whole = lines_covered(everything)
-    selected = tmp_path / "selected"
-    run = kunit.run(DEBUG, f"--kunit-coverage={selected}", "-k", "example")
-    assert run.returncode == 0, run.report()
-    assert run.outcomes and all(name.startswith("example.") for name in run.outcomes), run.outcomes
+    run, selected = sanitize_selection(kunit)
+    assert run.outcomes and all(name.startswith(("sanitize.", "example.")) for name in run.outcomes), run.outcomes
+    assert f"coverage of 1 boot(s): {selected / 'index.html'}" in run.stdout, run.report()
     part = lines_covered(selected)
     assert whole["lib/kunit/string-stream-test.c"] > 0 and part["lib/kunit/string-stream-test.c"] == 0
     assert 0 < part["lib/kunit/kunit-example-test.c"] <= whole["lib/kunit/kunit-example-test.c"]
