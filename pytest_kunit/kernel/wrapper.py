@@ -20,6 +20,9 @@ from ..errors import BuildError
 from ..options import Wrapper
 
 WRAPPER_DIR = ".pytest-kunit-wrapper"
+# In the build directory: ccache's record of each compile of its latest build (CCACHE_STATSLOG), from which that
+# build's hits are counted; ccache's own counters are the whole cache's, which other builds add to meanwhile.
+STATS_LOG = ".pytest-kunit-ccache-stats.log"
 # In the build directory: the tree, by a name that is the same for every tree (ccache's hits across trees). ccache
 # hands the compiler the shortest relative path to a file among those through links and real paths, and the tree's
 # own is at least two characters ("..", when the build directory is in the tree): one character always wins.
@@ -91,6 +94,7 @@ class CompilerWrapping:
     wrapper: Wrapper
     env: dict[str, str] = field(default_factory=dict)  # what to add to make's environment
     describe: str = ""
+    stats_log: Path | None = None  # where ccache records this build directory's compiles, one entry each
 
 
 def chosen(wrapper: Wrapper) -> Wrapper:
@@ -237,13 +241,22 @@ def wrap_compilers(wrapper: Wrapper, make: MakeSettings, build_dir: Path, tree: 
     if tool.hosts_env and os.environ.get(tool.hosts_env):
         notes.append(f"{tool.hosts_env}={os.environ[tool.hosts_env]}")
     where = f" ({', '.join(notes)})" if notes else ""
-    return CompilerWrapping(wrapper, env, f"{program} in front of {make.compiler}{where}")
+    stats_log = None
+    if wrapper is Wrapper.CCACHE and "CCACHE_STATSLOG" not in os.environ:  # the user's own log would mix builds
+        stats_log = build_dir / STATS_LOG
+        stats_log.write_text("")  # a log of this build only: the directory is locked while it builds
+        env["CCACHE_STATSLOG"] = str(stats_log)
+    return CompilerWrapping(wrapper, env, f"{program} in front of {make.compiler}{where}", stats_log)
 
 
 def ccache_counts(wrapping: CompilerWrapping) -> tuple[int, int] | None:
-    """ccache's (hits, misses) so far, or None if the wrapper is not ccache or ccache cannot tell."""
+    """ccache's (hits, misses) so far in this build, or None if the wrapper is not ccache or ccache cannot tell. From
+    the build's own stats log where there is one; else ccache's counters for the whole cache, which compiles of other
+    builds running meanwhile add to."""
     if wrapping.wrapper is not Wrapper.CCACHE:
         return None
+    if wrapping.stats_log is not None:
+        return logged_counts(wrapping.stats_log)
     try:
         result = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
@@ -256,6 +269,16 @@ def ccache_counts(wrapping: CompilerWrapping) -> tuple[int, int] | None:
     hits = counters.get("direct_cache_hit", 0) + counters.get("preprocessed_cache_hit", 0)
     misses = counters.get("cache_miss", 0)
     return (hits, misses) if result.returncode == 0 else None
+
+
+def logged_counts(stats_log: Path) -> tuple[int, int]:
+    """(hits, misses) in a ccache stats log: one entry per compile, a `# <source>` line and then its counters."""
+    try:
+        lines = stats_log.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return (0, 0)
+    hits = sum(line in ("direct_cache_hit", "preprocessed_cache_hit") for line in lines)
+    return hits, lines.count("cache_miss")
 
 
 def hit_note(before: tuple[int, int] | None, after: tuple[int, int] | None) -> str:

@@ -182,6 +182,36 @@ def test_distcc_hosts_file_counts(only: Path, tmp_path: Path) -> None:
     assert wrapper.wrap_compilers(Wrapper.DISTCC, X86, tmp_path / "build", tmp_path / "tree").wrapper is Wrapper.DISTCC
 
 
+@pytest.mark.skipif(not shutil.which("ccache") or not shutil.which("gcc"), reason="needs ccache and gcc")
+def test_a_build_counts_its_own_compiles_not_those_of_builds_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two builds share one ccache (the user's, or the real tier's builder beside a test's build): each build's hits
+    and misses are its own compiles', read from its stats log, not ccache's counters for the whole cache."""
+    monkeypatch.setenv("CCACHE_DIR", str(tmp_path / "ccache"))
+    monkeypatch.delenv("CCACHE_STATSLOG", raising=False)
+    (tmp_path / "x.c").write_text("int x(void) { return 1; }\n")
+    wrapping = wrapper.wrap_compilers(Wrapper.CCACHE, X86, tmp_path / "build", tmp_path)
+    before = wrapper.ccache_counts(wrapping)
+    assert before == (0, 0)
+    compile_x = ["gcc", "-Wp,-MMD,.x.o.d", "-c", "x.c", "-o", "x.o"]
+    subprocess.run(compile_x, env=os.environ | wrapping.env, cwd=tmp_path, check=True)
+    # Another build's compiles, meanwhile, into the same cache: a miss and a hit that are not this build's.
+    other = wrapper.wrap_compilers(Wrapper.CCACHE, X86, tmp_path / "other", tmp_path)
+    for _ in range(2):
+        subprocess.run(compile_x, env=os.environ | other.env, cwd=tmp_path, check=True)
+    subprocess.run(compile_x, env=os.environ | wrapping.env, cwd=tmp_path, check=True)
+    assert wrapper.hit_note(before, wrapper.ccache_counts(wrapping)) == "ccache: 1 of 2 compiles hit"
+    assert wrapper.hit_note((0, 0), wrapper.ccache_counts(other)) == "ccache: 2 of 2 compiles hit"
+
+
+def test_the_user_s_own_stats_log_is_left_alone(only: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_program(only, "ccache", tmp_path / "log")
+    monkeypatch.setenv("CCACHE_STATSLOG", str(tmp_path / "mine.log"))
+    wrapping = wrapper.wrap_compilers(Wrapper.CCACHE, X86, tmp_path / "build", tmp_path / "tree")
+    assert "CCACHE_STATSLOG" not in wrapping.env and wrapping.stats_log is None
+
+
 def test_hit_note() -> None:
     assert wrapper.hit_note((10, 5), (1490, 25)) == "ccache: 1480 of 1500 compiles hit"
     assert wrapper.hit_note(None, (1, 1)) == ""
