@@ -47,7 +47,6 @@ SANITIZE = "testsuites/sanitize/sanitize.kunitconfig"
 
 TARBALL_6_12 = Path("/usr/src/linux-source-6.12.tar.xz")
 TREE_6_12 = TIER_HOME / "trees" / "linux-source-6.12"
-UML_ALONE_CACHE = TIER_HOME / "um-alone"
 
 
 def extract_6_12() -> None:
@@ -84,8 +83,8 @@ class TierKernel:
 
 # In the order the builder builds them, and the real tests run: the main kernel first (the fast tiers run while it
 # builds); then the instrumented kernel, whose tests are the longest (KASAN, kmemleak and GCOV boots on one core) and
-# so run while the other kernels compile; the kernel with the shortest tests (UML alone: one run) last, as no build
-# overlaps the tests of the last kernel.
+# so run while the other kernels compile; UML's last, the cheapest to build, as no build overlaps the tests of the last
+# kernel.
 KERNELS: dict[str, TierKernel] = {
     "x86_64": TierKernel(("--kunit-share-kernels", FRAMEWORK, FAULTS, MISC, NAMES)),
     # One instrumented kernel for the debug fragment, the sanitize suite (on the same lines) and coverage (every run
@@ -95,14 +94,12 @@ KERNELS: dict[str, TierKernel] = {
         ("--kunit-share-kernels", f"--kunit-coverage={TIER_HOME / 'coverage'}", DEBUG, SANITIZE)
     ),
     "arm64": TierKernel(("--kunit-arch=arm64", "--kunit-share-kernels", FRAMEWORK, FAULTS)),
-    "6.12": TierKernel(("lib/kunit/",), cwd=TREE_6_12, prepare=extract_6_12),
-    "um": TierKernel(("--kunit-arch=um", "--kunit-share-kernels", FRAMEWORK, FAULTS)),
-    # The framework fragment built alone (reuse off, in a cache of its own): test_uml compares it case by case with
-    # the same fragment in the shared kernel above.
-    "um-alone": TierKernel(
-        ("--kunit-arch=um", "--kunit-reuse-kernels=no", f"--kunit-cache-dir={UML_ALONE_CACHE}", FRAMEWORK),
-        prepare=lambda: link_tier_trees(UML_ALONE_CACHE),
+    # 6.12's lib/kunit shares its kernel with the tree's input core tests (one object more): test_real_6_12 compares
+    # lib/kunit's verdicts in it, case by case, with kunit.py's recorded from lib/kunit's own kernel.
+    "6.12": TierKernel(
+        ("--kunit-share-kernels", "lib/kunit/", "drivers/input/tests/"), cwd=TREE_6_12, prepare=extract_6_12
     ),
+    "um": TierKernel(("--kunit-arch=um", "--kunit-share-kernels", FRAMEWORK, FAULTS)),
 }
 
 

@@ -1,10 +1,12 @@
 """The real tier on a tree pytest-kunit was not built around: Debian's linux-source-6.12, unpatched, with the
-tree's own lib/kunit/.kunitconfig given by path from inside the tree, as a kernel developer types it."""
+tree's own lib/kunit/.kunitconfig given by path from inside the tree, as a kernel developer types it, in the kernel
+it shares with the tree's drivers/input/tests (conftest.KERNELS["6.12"])."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -21,19 +23,25 @@ OUTCOMES = {"PASS": "passed", "SKIP": "skipped", "FAIL": "failure"}
 @pytest.fixture
 def tree_6_12(kunit: Kunit) -> Path:
     """The tarball extracted once, where a developer keeps a tree (outside this project: the tier's own place), and
-    its lib/kunit kernel built (conftest.KERNELS["6.12"])."""
+    the kernel lib/kunit shares with drivers/input/tests built (conftest.KERNELS["6.12"])."""
     kunit.kernel("6.12")
     return TREE_6_12
 
 
-def test_in_tree_lib_kunit_matches_kunit_py(tree_6_12: Path, kunit: Kunit) -> None:
+def test_lib_kunit_in_a_shared_kernel_gives_kunit_py_s_verdicts_from_its_own(tree_6_12: Path, kunit: Kunit) -> None:
+    """The verdict-by-verdict proof that sharing a kernel changes nothing: lib/kunit alone, as a developer types it
+    after a shared run, is served by the shared kernel (reuse), and each of its cases ends as it did under kunit.py,
+    which built lib/kunit's own kernel (tests/data: recorded on the same tree, fragment and architecture)."""
     run = kunit.run("lib/kunit/", cwd=tree_6_12)
     assert "(the tree the fragment lies in), no patches" in run.stdout, run.report()
+    served = re.search(r"runs in the kernel built for (\S+) \(", run.stdout)
+    assert served and "drivers/input/tests" in served[1], run.report()
+    assert "kernel builds: 0 " in run.stdout, run.report()
     expected = {case: OUTCOMES[status] for case, status in json.loads(KUNIT_PY.read_text())["cases"].items()}
     assert run.outcomes == expected, run.report()
-    # Nothing deselected: one test boot, with no filter, runs everything (6.12's filter takes one glob only).
-    assert "boot 1: (none: every case)" in run.stdout, run.report()
-    assert "boot 2:" not in run.stdout, run.report()
+    # lib/kunit's suites only: 6.12's filter takes one glob, so a boot for each suite, none for the input core's.
+    boots = re.findall(r"^boot \d+: kunit\.filter_glob=(\S+)$", run.stdout, re.MULTILINE)
+    assert boots and not any("input" in glob for glob in boots), run.report()
 
 
 def test_the_edit_build_test_loop_lists_again_only_when_names_change(tree_6_12: Path, kunit: Kunit) -> None:

@@ -1,6 +1,5 @@
 """The real tier on User Mode Linux (--kunit-arch um): the packaged 6.1 tree with kernel-patches/ built as ARCH=um and
-run as a host program. One shared kernel for the framework fragment and the fault suite (conftest.KERNELS["um"]);
-the framework fragment built alone once more, for the verdict-by-verdict proof that sharing changes nothing."""
+run as a host program. One shared kernel for the framework fragment and the fault suite (conftest.KERNELS["um"])."""
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ import re
 
 import pytest
 
-from .conftest import FAULTS, FRAMEWORK, KERNELS, Kunit
+from .conftest import FAULTS, FRAMEWORK, Kunit
 from .test_real_kernel import FAULT_OUTCOMES, assert_framework_green
 
 pytestmark = [pytest.mark.real("um"), pytest.mark.xdist_group("um")]
@@ -50,20 +49,3 @@ def test_fault_suite_gives_the_verdicts_it_gives_under_qemu(kunit: Kunit) -> Non
     assert "from outside (pytest-kunit did not send it)" not in text, run.report()
     # The crash reports' frames are decoded to file:line against the UML build's vmlinux.
     assert re.search(r"kunit_try_run_case \(lib/kunit/test\.c:\d+\)", text), run.report()
-
-
-@pytest.mark.real("um", "um-alone")
-def test_shared_verdicts_are_those_of_the_fragment_s_own_kernel(kunit: Kunit) -> None:
-    """The framework fragment built alone (reuse off, in a cache of its own: conftest.KERNELS["um-alone"]) against the
-    same fragment in the shared kernel, case by case. UML's kernel is the cheapest to build alone; the main job's
-    fragments are compared in bench/ (docs/performance.md)."""
-    kunit.kernel("um")
-    shared = kunit.run(UML, FRAMEWORK)
-    # Served by the tier's shared kernel, which reuse finds (the run itself shares nothing).
-    assert "kernel builds: 0 " in shared.stdout and "runs in the kernel built for" in shared.stdout, shared.report()
-    kunit.kernel("um-alone")
-    alone = kunit.run(*KERNELS["um-alone"].args)
-    assert "kernel builds: 0 " in alone.stdout, alone.report()
-    assert "runs in the kernel shared by" not in alone.stdout, alone.report()
-    assert "runs in the kernel built for" not in alone.stdout, alone.report()
-    assert alone.outcomes == shared.outcomes and alone.outcomes, (alone.report(), shared.report())
