@@ -10,6 +10,8 @@ missing; on a machine that has them it takes seconds). Prints a table: each phas
     bench/rehearse_ci.py                  # quiet machine
     bench/rehearse_ci.py --load           # with a kernel build of its own running alongside the whole time
     bench/rehearse_ci.py --cache DIR      # keep the caches (DIR must be empty or absent), e.g. to look at them after
+    bench/rehearse_ci.py --load --cache DIR --warm   # again on the caches an earlier rehearsal left in DIR: every
+                                          # verdict under load, each cold build already paid for
 """
 
 from __future__ import annotations
@@ -100,10 +102,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cache", type=Path, help="the empty XDG_CACHE_HOME to use (default: a new temporary one)")
     parser.add_argument("--load", action="store_true", help="run a kernel build of its own alongside")
+    parser.add_argument("--warm", action="store_true", help="start from the caches an earlier rehearsal kept")
     args = parser.parse_args()
+    if args.warm and args.cache is None:
+        parser.error("--warm needs --cache: the directory an earlier rehearsal kept")
     cache = args.cache or Path(tempfile.mkdtemp(prefix="pytest-kunit-ci-"))
-    if cache.exists() and any(cache.iterdir()):
-        parser.error(f"{cache} is not empty: a rehearsal starts from empty caches")
+    if cache.exists() and any(cache.iterdir()) and not args.warm:
+        parser.error(f"{cache} is not empty: a rehearsal starts from empty caches (--warm: start from them)")
     cache.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="pytest-kunit-rehearsal-"))
     junit, floors = scratch / "ci-junit.xml", scratch / "floors"
@@ -120,7 +125,8 @@ def main() -> int:
             print(f"== {name}: exit {done.returncode} after {rows[-1][1]:.0f} s", flush=True)
     total = time.monotonic() - started
     print(
-        f"\nrehearsal of .ci/run, caches from empty in {cache}{' under a parallel kernel build' if args.load else ''}"
+        f"\nrehearsal of .ci/run, caches {'as an earlier rehearsal left them' if args.warm else 'from empty'} in "
+        f"{cache}{' under a parallel kernel build' if args.load else ''}"
     )
     print(f"{'phase':<16} {'seconds':>8}  exit")
     for name, seconds, code in rows:
