@@ -27,6 +27,7 @@ from ..kbuild.records import cmd_path, readers_of, thin_members
 from ..versions import rewritten_by_make
 from .makerun import Make, ProgressCallback
 from .tree import changed_since
+from .wrapper import STATS_LOG
 
 SOURCE_SUFFIXES = (".c", ".S")
 # Environment variables Kbuild reads (compilers, flags, the build's identity and release string, PATH to find tools).
@@ -205,7 +206,8 @@ def make_alone(make: Make, targets: Sequence[str], progress: ProgressCallback, o
     marker.write_text("")
     since = marker.stat().st_mtime_ns - 1  # this clock's tick: whatever the make writes is at least as new
     make.run(make.command(f"-j{make.jobs}", *targets), progress)
-    rewritten = {*rewritten_by_make(make.tree), marker.name, make.log.name}  # the build directory's Makefile, ...
+    # The build directory's Makefile (and what else any make writes), the log, and ccache's record of the compiles.
+    rewritten = {*rewritten_by_make(make.tree), marker.name, make.log.name, STATS_LOG}
     written = changed_since(make.build_dir, since)
     if written is None:
         return "what the make wrote could not be read"
