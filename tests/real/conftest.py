@@ -47,6 +47,9 @@ SANITIZE = "testsuites/sanitize/sanitize.kunitconfig"
 
 TARBALL_6_12 = Path("/usr/src/linux-source-6.12.tar.xz")
 TREE_6_12 = TIER_HOME / "trees" / "linux-source-6.12"
+# A pytest-kunit cache of its own for 6.12: the only lib/kunit kernel in it is the one shared with drivers/input/tests,
+# whatever the tier's own cache kept (a lib/kunit kernel of an earlier tier, which reuse would rightly prefer).
+CACHE_6_12 = TIER_HOME / "cache-6.12"
 
 
 def extract_6_12() -> None:
@@ -97,7 +100,9 @@ KERNELS: dict[str, TierKernel] = {
     # 6.12's lib/kunit shares its kernel with the tree's input core tests (one object more): test_real_6_12 compares
     # lib/kunit's verdicts in it, case by case, with kunit.py's recorded from lib/kunit's own kernel.
     "6.12": TierKernel(
-        ("--kunit-share-kernels", "lib/kunit/", "drivers/input/tests/"), cwd=TREE_6_12, prepare=extract_6_12
+        (f"--kunit-cache-dir={CACHE_6_12}", "--kunit-share-kernels", "lib/kunit/", "drivers/input/tests/"),
+        cwd=TREE_6_12,
+        prepare=extract_6_12,
     ),
     "um": TierKernel(("--kunit-arch=um", "--kunit-share-kernels", FRAMEWORK, FAULTS)),
 }

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import TREE_6_12, Kunit, Run
+from .conftest import CACHE_6_12, TREE_6_12, Kunit, Run
 
 pytestmark = [pytest.mark.real("6.12"), pytest.mark.xdist_group("6.12")]
 
 KUNIT_PY = Path(__file__).resolve().parents[1] / "data" / "kunitpy-6.12-lib-kunit.json"
+IN_CACHE = f"--kunit-cache-dir={CACHE_6_12}"  # where the shared kernel is (conftest.KERNELS["6.12"])
 OUTCOMES = {"PASS": "passed", "SKIP": "skipped", "FAIL": "failure"}
 
 
@@ -32,7 +33,7 @@ def test_lib_kunit_in_a_shared_kernel_gives_kunit_py_s_verdicts_from_its_own(tre
     """The verdict-by-verdict proof that sharing a kernel changes nothing: lib/kunit alone, as a developer types it
     after a shared run, is served by the shared kernel (reuse), and each of its cases ends as it did under kunit.py,
     which built lib/kunit's own kernel (tests/data: recorded on the same tree, fragment and architecture)."""
-    run = kunit.run("lib/kunit/", cwd=tree_6_12)
+    run = kunit.run(IN_CACHE, "lib/kunit/", cwd=tree_6_12)
     assert "(the tree the fragment lies in), no patches" in run.stdout, run.report()
     served = re.search(r"runs in the kernel built for (\S+) \(", run.stdout)
     assert served and "drivers/input/tests" in served[1], run.report()
@@ -55,7 +56,7 @@ def test_the_edit_build_test_loop_lists_again_only_when_names_change(tree_6_12: 
     link_only = "link-only: 1 object recompiled"
 
     def run_example_simple_test(tree: Path) -> Run:
-        return kunit.run("lib/kunit/", "-k", "example_simple_test", cwd=tree)
+        return kunit.run(IN_CACHE, "lib/kunit/", "-k", "example_simple_test", cwd=tree)
 
     try:
         # A first edit, so these suite tables' list is known whatever ran (and whichever version listed) before.
