@@ -84,6 +84,14 @@ def kernel_build_alongside(scratch: Path) -> Iterator[None]:
         load.wait()
 
 
+def cpu_ticks() -> tuple[int, int]:
+    """All CPUs' busy and idle ticks since boot (/proc/stat): a phase's idle share says whether more work could
+    have run in it, or the cores were the limit."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle and iowait
+    return sum(fields) - idle, idle
+
+
 def module_seconds(junit: Path) -> tuple[dict[str, float], list[tuple[float, str]]]:
     """Each test module's seconds and every test's, from JUnit XML."""
     modules: dict[str, float] = defaultdict(float)
@@ -114,23 +122,25 @@ def main() -> int:
     junit, floors = scratch / "ci-junit.xml", scratch / "floors"
     env = {key: value for key, value in os.environ.items() if key not in ("CCACHE_DIR", "KUNIT_TEST_DATA")}
     env |= {"CI": "true", "XDG_CACHE_HOME": str(cache)}
-    rows: list[tuple[str, float, int]] = []
+    rows: list[tuple[str, float, int, float]] = []
     started = time.monotonic()
     with kernel_build_alongside(scratch) if args.load else nullcontext():
         for name, command in phases(junit, floors):
-            begun = time.monotonic()
+            begun, (busy, idle) = time.monotonic(), cpu_ticks()
             print(f"== {name}: {' '.join(command)}", flush=True)
             done = subprocess.run(command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
-            rows.append((name, time.monotonic() - begun, done.returncode))
+            busy_now, idle_now = cpu_ticks()
+            idle_share = (idle_now - idle) / max(1, busy_now - busy + idle_now - idle)
+            rows.append((name, time.monotonic() - begun, done.returncode, idle_share))
             print(f"== {name}: exit {done.returncode} after {rows[-1][1]:.0f} s", flush=True)
     total = time.monotonic() - started
     print(
         f"\nrehearsal of .ci/run, caches {'as an earlier rehearsal left them' if args.warm else 'from empty'} in "
         f"{cache}{' under a parallel kernel build' if args.load else ''}"
     )
-    print(f"{'phase':<16} {'seconds':>8}  exit")
-    for name, seconds, code in rows:
-        print(f"{name:<16} {seconds:>8.0f}  {code}")
+    print(f"{'phase':<16} {'seconds':>8}  exit  cpu idle")
+    for name, seconds, code, idle_share in rows:
+        print(f"{name:<16} {seconds:>8.0f}  {code:>4}  {idle_share:>7.0%}")
     print(f"{'total':<16} {total:>8.0f}  load now {os.getloadavg()[0]:.1f}")
     if junit.exists():
         modules, tests = module_seconds(junit)
@@ -142,7 +152,7 @@ def main() -> int:
         for seconds, name in tests[:10]:
             print(f"{seconds:>8.0f}  {name}")
     shutil.rmtree(scratch, ignore_errors=True)
-    return 0 if all(code == 0 for _, _, code in rows) else 1
+    return 0 if all(code == 0 for _, _, code, _ in rows) else 1
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,6 +82,10 @@ class TierKernel:
     args: tuple[str, ...]
     cwd: Path = ROOT
     prepare: Callable[[], object] | None = None
+    # Only when built: ccache's depend mode costs a cold compile about 7% (docs/performance.md) and none of these
+    # kernels is compiled again, as the build key ignores the wrapper and the tier's cache keeps them; the x86_64
+    # kernel is built through ccache, whose hits test_wrapper reads.
+    wrapper: str = "none"
 
 
 # In the order the builder builds them, and the real tests run: the main kernel first (the fast tiers run while it
@@ -89,7 +93,7 @@ class TierKernel:
 # so run while the other kernels compile; UML's last, the cheapest to build, as no build overlaps the tests of the last
 # kernel.
 KERNELS: dict[str, TierKernel] = {
-    "x86_64": TierKernel(("--kunit-share-kernels", FRAMEWORK, FAULTS, MISC, NAMES)),
+    "x86_64": TierKernel(("--kunit-share-kernels", FRAMEWORK, FAULTS, MISC, NAMES), wrapper="ccache"),
     # One instrumented kernel for the debug fragment, the sanitize suite (on the same lines) and coverage (every run
     # in it asks for GCOV): the series' patch 5 keeps the suites a filtered boot ran, which 6.1 freed under their
     # debugfs logs (a kmemleak report on every filtered boot), so a kmemleak kernel serves several fragments and -k.
@@ -203,7 +207,8 @@ def build_kernel(
     kernel = KERNELS[name]
     if kernel.prepare is not None:
         kernel.prepare()
-    return run_pytest_kunit(show, junit, "--collect-only", "-q", *kernel.args, cwd=kernel.cwd, started=started)
+    args = ("--collect-only", "-q", f"--kunit-wrapper={kernel.wrapper}", *kernel.args)
+    return run_pytest_kunit(show, junit, *args, cwd=kernel.cwd, started=started)
 
 
 class Builder(threading.Thread):
@@ -219,11 +224,13 @@ class Builder(threading.Thread):
         self.done = {name: threading.Event() for name in names}
         self.child: subprocess.Popen[str] | None = None
         self.stopping = False
+        self.spans: dict[str, tuple[float, float]] = {}  # each kernel's start and end, monotonic seconds
 
     def run(self) -> None:
         for name in self.names:
             if self.stopping:
                 break
+            begun = time.monotonic()
             try:
                 self.runs[name] = build_kernel(
                     name,
@@ -234,6 +241,7 @@ class Builder(threading.Thread):
             except BaseException as error:  # the waiting test reports it
                 self.runs[name] = error
             finally:
+                self.spans[name] = (begun, time.monotonic())
                 self.done[name].set()
 
     def keep_child(self, child: subprocess.Popen[str]) -> None:
@@ -274,6 +282,8 @@ class Tier:
 
     scratch: Path
     builder: Builder | None = None
+    begun: float = field(default_factory=time.monotonic)
+    last_real_end: float = 0.0  # when the last real test ended, monotonic seconds
     built: dict[str, Run] = field(default_factory=dict)
     memo: dict[str, object] = field(default_factory=dict)  # what a module builds once a session on top of a kernel
 
@@ -336,12 +346,30 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         tier.builder.stop()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    result = yield
+    tier = item.config.stash.get(TIER_KEY, None)
+    if tier is not None and item.get_closest_marker("real") is not None:
+        tier.last_real_end = time.monotonic()
+    return result
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Each kernel's build (or warm listing) seconds, in the order built: what command two's time is made of."""
+    """Each kernel's build (or warm listing) seconds, in the order built, and when the builder ran it against when
+    the last real test ended (seconds from collection): what command two's time is made of, and how much of it the
+    builder's one-after-another kernels are."""
     tier = terminalreporter.config.stash.get(TIER_KEY, None)
     if tier is not None and tier.built:
         figures = ", ".join(f"{name} {run.seconds:,.0f} s" for name, run in tier.built.items())
         terminalreporter.write_line(f"real tier kernels (build or warm listing): {figures}")
+    if tier is not None and tier.builder is not None and tier.builder.spans:
+        spans = ", ".join(
+            f"{name} {start - tier.begun:,.0f}-{end - tier.begun:,.0f} s"
+            for name, (start, end) in tier.builder.spans.items()
+        )
+        end = tier.last_real_end - tier.begun
+        terminalreporter.write_line(f"real tier builder: {spans}; last real test ended at {end:,.0f} s")
 
 
 @pytest.fixture(scope="session")
