@@ -12,6 +12,8 @@ missing; on a machine that has them it takes seconds). Prints a table: each phas
     bench/rehearse_ci.py --cache DIR      # keep the caches (DIR must be empty or absent), e.g. to look at them after
     bench/rehearse_ci.py --load --cache DIR --warm   # again on the caches an earlier rehearsal left in DIR: every
                                           # verdict under load, each cold build already paid for
+    bench/rehearse_ci.py --load --load-command 'CMD'  # the load is CMD (a shell command, e.g. builds of one's own
+                                          # tree), followed by the default build loop should CMD end first
 """
 
 from __future__ import annotations
@@ -66,14 +68,17 @@ def phases(junit: Path, floors: Path) -> list[tuple[str, list[str]]]:
 
 
 @contextmanager
-def kernel_build_alongside(scratch: Path) -> Iterator[None]:
-    """A kernel build of its own (defconfig, make -j2, over and over) for as long as the rehearsal runs."""
+def kernel_build_alongside(scratch: Path, command: str = "") -> Iterator[None]:
+    """A kernel build of its own (defconfig, make -j2, over and over) for as long as the rehearsal runs; `command`
+    (a shell command) first, when given."""
     tree = scratch / "load-tree"
     tree.mkdir()
     subprocess.run(["tar", "-I", "xz -T0", "-xf", str(TARBALL), "-C", str(tree), "--strip-components=1"], check=True)
     build = f"O={scratch}/load-build"
     again = f"while :; do make -s -j2 {build} vmlinux; make -s {build} clean; done"
     script = f"cd {tree} && make -s {build} defconfig && {again}"
+    if command:
+        script = f"( {command} ) >{scratch}/load-command.log 2>&1; {script}"
     load = subprocess.Popen(
         ["sh", "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
@@ -110,10 +115,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cache", type=Path, help="the empty XDG_CACHE_HOME to use (default: a new temporary one)")
     parser.add_argument("--load", action="store_true", help="run a kernel build of its own alongside")
+    parser.add_argument("--load-command", default="", help="with --load: this shell command first, as the load")
     parser.add_argument("--warm", action="store_true", help="start from the caches an earlier rehearsal kept")
     args = parser.parse_args()
     if args.warm and args.cache is None:
         parser.error("--warm needs --cache: the directory an earlier rehearsal kept")
+    if args.load_command and not args.load:
+        parser.error("--load-command is the load of --load: give both")
     cache = args.cache or Path(tempfile.mkdtemp(prefix="pytest-kunit-ci-"))
     if cache.exists() and any(cache.iterdir()) and not args.warm:
         parser.error(f"{cache} is not empty: a rehearsal starts from empty caches (--warm: start from them)")
@@ -124,7 +132,7 @@ def main() -> int:
     env |= {"CI": "true", "XDG_CACHE_HOME": str(cache)}
     rows: list[tuple[str, float, int, float]] = []
     started = time.monotonic()
-    with kernel_build_alongside(scratch) if args.load else nullcontext():
+    with kernel_build_alongside(scratch, args.load_command) if args.load else nullcontext():
         for name, command in phases(junit, floors):
             begun, (busy, idle) = time.monotonic(), cpu_ticks()
             print(f"== {name}: {' '.join(command)}", flush=True)
@@ -137,6 +145,7 @@ def main() -> int:
     print(
         f"\nrehearsal of .ci/run, caches {'as an earlier rehearsal left them' if args.warm else 'from empty'} in "
         f"{cache}{' under a parallel kernel build' if args.load else ''}"
+        f"{f' ({args.load_command!r}, then a defconfig build loop)' if args.load_command else ''}"
     )
     print(f"{'phase':<16} {'seconds':>8}  exit  cpu idle")
     for name, seconds, code, idle_share in rows:
