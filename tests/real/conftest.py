@@ -356,20 +356,20 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Each kernel's build (or warm listing) seconds, in the order built, and when the builder ran it against when
-    the last real test ended (seconds from collection): what command two's time is made of, and how much of it the
+    """Each kernel's build (or warm listing) seconds in the order built, with when the builder ran it (seconds from
+    collection), and when the last real test ended: what command two's time is made of, and how much of it the
     builder's one-after-another kernels are."""
     tier = terminalreporter.config.stash.get(TIER_KEY, None)
-    if tier is not None and tier.built:
-        figures = ", ".join(f"{name} {run.seconds:,.0f} s" for name, run in tier.built.items())
-        terminalreporter.write_line(f"real tier kernels (build or warm listing): {figures}")
-    if tier is not None and tier.builder is not None and tier.builder.spans:
-        spans = ", ".join(
-            f"{name} {start - tier.begun:,.0f}-{end - tier.begun:,.0f} s"
-            for name, (start, end) in tier.builder.spans.items()
-        )
-        end = tier.last_real_end - tier.begun
-        terminalreporter.write_line(f"real tier builder: {spans}; last real test ended at {end:,.0f} s")
+    if tier is None or not tier.built:
+        return
+    spans = tier.builder.spans if tier.builder is not None else {}
+    figures = []
+    for name, run in tier.built.items():
+        span = spans.get(name)
+        when = f" (builder {span[0] - tier.begun:,.0f}-{span[1] - tier.begun:,.0f} s)" if span else ""
+        figures.append(f"{name} {run.seconds:,.0f} s{when}")
+    last = f"; last real test ended at {tier.last_real_end - tier.begun:,.0f} s" if spans else ""
+    terminalreporter.write_line(f"real tier kernels (build or warm listing): {', '.join(figures)}{last}")
 
 
 @pytest.fixture(scope="session")
