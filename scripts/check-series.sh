@@ -78,7 +78,8 @@ configure() {
         # As kunit.py configures UML: the fragment alone, every other symbol at its default.
         mkdir -p "$build" && cp "$work/um.config" "$build/.config"
     else
-        make -s O="$build" $(make_args "$config") tinyconfig >/dev/null
+        # tinyconfig's own fragments override a choice (x86's UNWINDER_GUESS): its notes go to the log too.
+        make -s O="$build" $(make_args "$config") tinyconfig >/dev/null 2>"$work/tinyconfig-$config.log"
         cat "$work/$config.config" >> "$build/.config"
     fi
     # The fragment re-sets symbols tinyconfig set: Kconfig's "override" notes go to a log, not the report.
@@ -134,7 +135,8 @@ for patch in "${patches[@]}"; do
     git -c user.name=check -c user.email=check@invalid am -q "$patch" || { echo "FAIL apply $name"; exit 1; }
     # checkpatch exits non-zero on warnings; its summary and the types it names are what count here.
     report=$(perl scripts/checkpatch.pl --strict --terse --show-types "$patch" 2>/dev/null || true)
-    echo "checkpatch $name: $(tail -1 <<<"$report")"
+    # --terse prints nothing at all for a patch with nothing to report.
+    echo "checkpatch $name: $(tail -1 <<<"${report:-clean}")"
     notes=$(sed -n '/^---$/,/^diff --git /p' "$patch")
     for type in $(grep -o ' \(ERROR\|WARNING\|CHECK\):[A-Z_]*' <<<"$report" | sort -u); do
         case "$type" in
