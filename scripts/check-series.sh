@@ -133,10 +133,16 @@ for patch in "${patches[@]}"; do
     name=$(basename "$patch")
     case "$name" in 0000-*) continue ;; esac
     git -c user.name=check -c user.email=check@invalid am -q "$patch" || { echo "FAIL apply $name"; exit 1; }
-    # checkpatch exits non-zero on warnings; its summary and the types it names are what count here.
-    report=$(perl scripts/checkpatch.pl --strict --terse --show-types "$patch" 2>/dev/null || true)
-    # --terse prints nothing at all for a patch with nothing to report.
-    echo "checkpatch $name: $(tail -1 <<<"${report:-clean}")"
+    # checkpatch exits 1 on a warning (its summary and the types it names are what count here); a perl error exits
+    # above 1 with nothing on stdout, which must not read as a clean patch.
+    checked=0
+    report=$(perl scripts/checkpatch.pl --strict --terse --show-types "$patch" 2>"$work/checkpatch.err") || checked=$?
+    if [ "$checked" -gt 1 ]; then
+        echo "checkpatch $name: FAILED to run (exit $checked): $(head -3 "$work/checkpatch.err")"; status=1
+    else
+        # --terse prints nothing at all for a patch with nothing to report.
+        echo "checkpatch $name: $(tail -1 <<<"${report:-clean}")"
+    fi
     notes=$(sed -n '/^---$/,/^diff --git /p' "$patch")
     for type in $(grep -o ' \(ERROR\|WARNING\|CHECK\):[A-Z_]*' <<<"$report" | sort -u); do
         case "$type" in
