@@ -26,6 +26,17 @@ done
 for config in ${configs//,/ }; do
     case "$config" in x86_64|um|arm64|kunit-m) ;; *) echo "check-series: unknown configuration $config" >&2; exit 2 ;; esac
 done
+patches=("$repo"/kernel-patches/[0-9]*.patch)
+# The cover letter and patches numbered 0000 to N once each, as format-patch writes them: a patch of an earlier
+# version left beside the new ones (another name, the same number) would be applied too.
+numbers=$(printf '%s\n' "${patches[@]##*/}" | cut -c1-4)
+expected=$(seq -f %04g 0 $(( 10#$(tail -1 <<<"$numbers") )))
+if [ "$numbers" != "$expected" ]; then
+    echo "check-series: kernel-patches/ must number its patches 0000 to N once each, as format-patch writes them;" \
+        "repeated: $(uniq -d <<<"$numbers" | tr '\n' ' ')missing: $(comm -13 <(sort -u <<<"$numbers") <(echo "$expected") |
+        tr '\n' ' ')(remove what an earlier version left: scripts/format-series.sh rewrites the directory)" >&2
+    exit 2
+fi
 work=${1:-$(mktemp -d /tmp/check-series.XXXXXX)}
 tarball=/usr/src/linux-source-6.1.tar.xz
 mkdir -p "$work"
@@ -127,7 +138,6 @@ boot() {
         return 1
     fi
 }
-patches=("$repo"/kernel-patches/[0-9]*.patch)
 final_patch=${patches[-1]}
 for patch in "${patches[@]}"; do
     name=$(basename "$patch")
