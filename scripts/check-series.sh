@@ -83,19 +83,20 @@ targets() {
     case "$1" in x86_64) echo bzImage ;; kunit-m) echo "bzImage modules" ;; um) echo linux ;; arm64) echo Image ;; esac
 }
 configure() {
-    local config=$1 build="$work/build-$1"
+    local config=$1 build="$work/build-$1" log="$work/config-$1.log"
+    # Kconfig's "override" notes go to a log, not the report: tinyconfig's own fragments override a choice (x86's
+    # UNWINDER_GUESS), and the fragment re-sets symbols tinyconfig set.
+    : > "$log"
     # shellcheck disable=SC2046
     if [ "$config" = um ]; then
         # As kunit.py configures UML: the fragment alone, every other symbol at its default.
         mkdir -p "$build" && cp "$work/um.config" "$build/.config"
     else
-        # tinyconfig's own fragments override a choice (x86's UNWINDER_GUESS): its notes go to the log too.
-        make -s O="$build" $(make_args "$config") tinyconfig >/dev/null 2>"$work/tinyconfig-$config.log"
+        make -s O="$build" $(make_args "$config") tinyconfig >/dev/null 2>>"$log"
         cat "$work/$config.config" >> "$build/.config"
     fi
-    # The fragment re-sets symbols tinyconfig set: Kconfig's "override" notes go to a log, not the report.
     # shellcheck disable=SC2046
-    make -s O="$build" $(make_args "$config") olddefconfig >/dev/null 2>"$work/olddefconfig-$config.log"
+    make -s O="$build" $(make_args "$config") olddefconfig >/dev/null 2>>"$log"
 }
 status=0
 # Boot an image with no init: the kernel runs the built-in suites, then panics for want of a root (panic=-1 with
