@@ -1,4 +1,5 @@
-"""The x86_64 guest's clocks: on the instruction count under TCG (not under KVM); the TSC never judged unstable."""
+"""The x86 guests' clocks: on the instruction count under TCG (not under KVM); the TSC never judged unstable; no
+local APIC timer to calibrate."""
 
 from __future__ import annotations
 
@@ -42,3 +43,10 @@ def test_the_tsc_is_reliable_on_every_accelerator(accel: str) -> None:
     append = command(accel)[-1].split()
     assert "tsc=reliable" in append
     assert append[-1] == "kunit.timeout=10"  # pytest-kunit's own arguments still come last
+
+
+@pytest.mark.parametrize("name", ["x86_64", "i386"])
+def test_pc_guests_skip_the_local_apic_timer_calibration(name: str) -> None:
+    # Its calibration spins for a tenth of a second of guest time: the larger part of a warm run's boot under TCG.
+    settings = ARCHES[name].qemu
+    assert settings is not None and "noapictimer" in settings.kernel_args
