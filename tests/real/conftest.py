@@ -40,6 +40,7 @@ TIER_CACHE = TIER_HOME / "pytest-kunit"
 
 FRAMEWORK = "testsuites/kunit.kunitconfig"
 FAULTS = "testsuites/faults/faults.kunitconfig"
+LITTLE_32, BIG_ENDIAN = "i386", "m68k"  # the "arches" kernels: 32-bit longs and pointers; big-endian memory
 MISC = "testsuites/misc-example/misc-example.kunitconfig"
 NAMES = "testsuites/names/names.kunitconfig"
 DEBUG = "testsuites/kunit-debug.kunitconfig"
@@ -108,6 +109,9 @@ KERNELS: dict[str, TierKernel] = {
         cwd=TREE_6_12,
         prepare=extract_6_12,
     ),
+    # Two more architectures in one run, as a user asks for them: 32-bit little-endian and big-endian guests, each
+    # the framework fragment's own kernel (test_real_arches).
+    "arches": TierKernel((f"--kunit-arch={LITTLE_32},{BIG_ENDIAN}", FRAMEWORK)),
     "um": TierKernel(("--kunit-arch=um", "--kunit-share-kernels", FRAMEWORK, FAULTS)),
 }
 
@@ -121,6 +125,7 @@ class Run:
     process: subprocess.CompletedProcess[str]
     outcomes: dict[str, str]  # suite.case -> passed, failure, error, skipped (from JUnit XML)
     seconds: float
+    junit: Path
 
     @property
     def stdout(self) -> str:
@@ -177,7 +182,7 @@ def run_pytest_kunit(
             watchdog.cancel()
         child.wait()
     process = subprocess.CompletedProcess(command, child.returncode, "".join(lines), "")
-    return Run(process, junit_outcomes(junit), time.monotonic() - begun)
+    return Run(process, junit_outcomes(junit), time.monotonic() - begun, junit)
 
 
 def stop_group(child: subprocess.Popen[str]) -> None:
