@@ -151,12 +151,16 @@ def dropped_symbols(fragment: Fragment, dotconfig: dict[str, str], tree: Path, s
     missing = [entry for entry in fragment.entries if not _holds(entry, dotconfig.get(entry.symbol, "n"))]
     if not missing:
         return []
-    definitions = kconfig_definitions(tree, {entry.symbol.removeprefix("CONFIG_") for entry in missing}, srcarch)
+    walk = _KconfigWalk(tree, {entry.symbol.removeprefix("CONFIG_") for entry in missing}, srcarch)
+    definitions = walk.run()
     dropped = []
     for entry in missing:
-        needs = definitions.get(entry.symbol.removeprefix("CONFIG_"))
+        name = entry.symbol.removeprefix("CONFIG_")
+        needs = definitions.get(name)
         unmet = _unmet(needs or (), dotconfig) if entry.value != "n" else ()
-        dropped.append(Dropped(entry, dotconfig.get(entry.symbol, "n"), needs is not None, needs or (), unmet))
+        # A symbol asked to be off that is on: what selects it says why, more than what it depends on.
+        said = (*walk.selected.get(name, ()), *(needs or ())) if entry.value == "n" else needs or ()
+        dropped.append(Dropped(entry, dotconfig.get(entry.symbol, "n"), needs is not None, said, unmet))
     return dropped
 
 
@@ -184,6 +188,7 @@ _KCONFIG_MENU = re.compile(r'^\s*(?:menu\s+"(?P<title>[^"]*)"|choice\b)')
 _KCONFIG_HELP = re.compile(r"^\s*(?:help|---help---)\s*$")
 _KCONFIG_ENDMENU = re.compile(r"^\s*(?:endmenu|endchoice)\b")
 _KCONFIG_TYPE = re.compile(r"^\s*(?P<type>(?:def_)?(?:bool|tristate)|string|int|hex)\b")
+_KCONFIG_SELECT = re.compile(r"^\s*select\s+(?P<name>[A-Z0-9_]+)(?:\s+if\s+(?P<condition>.+?))?\s*$")
 
 
 class _KconfigWalk:
@@ -197,11 +202,14 @@ class _KconfigWalk:
         self.needs: dict[str, list[str]] = {}  # `depends on` lines
         self.context: dict[str, list[str]] = {}  # enclosing `if` and `menu` conditions
         self.types: dict[str, str] = {}  # "bool", "tristate", ...: the type line of each wanted symbol's block
+        self.selected: dict[str, list[str]] = {}  # "selected by NAME (file:line)": each `select` of a wanted symbol
         self.visited: set[Path] = set()
 
     def run(self) -> dict[str, tuple[str, ...]]:
         self.file(self.tree / "Kconfig", [])
-        # Files no `source` reaches (other architectures' Kconfig): their symbols still exist, with their own needs.
+        # Files no `source` reaches (other architectures' Kconfig) only for symbols the build's own files do not
+        # define: their definitions there are not this build's.
+        self.names = self.names - set(self.needs)
         for path in sorted(self.tree.rglob("Kconfig*")):
             if path.is_file() and ".git" not in path.parts and path not in self.visited:
                 self.file(path, [])
@@ -227,6 +235,7 @@ class _KconfigWalk:
         menu: tuple[int, int] | None = None  # (block index, line) of a menu whose `depends on` lines are being read
         current: list[str] | None = None  # the needs of the wanted symbol whose block this line is in
         named = ""  # that symbol's name
+        block = ""  # the symbol whose block this line is in, wanted or not (for its `select` lines)
         help_indent: int | None = None  # inside help text: its indentation (-1 until its first line)
         for number, line in enumerate(lines, 1):
             if help_indent is not None:
@@ -246,6 +255,7 @@ class _KconfigWalk:
             if start:
                 menu = None
                 name = start.group(1)
+                block = f"{name} ({relative}:{number})"
                 current = None
                 if name in self.names:
                     named = name
@@ -259,6 +269,11 @@ class _KconfigWalk:
             if current is not None and need:
                 current.append(f"depends on {need.group(1).strip()}")
                 continue
+            selects = _KCONFIG_SELECT.match(line)
+            if selects and block and selects["name"] in self.names:
+                when = f" if {selects['condition']}" if selects["condition"] else ""
+                self.selected.setdefault(selects["name"], []).append(f"selected by {block}{when}")
+                continue
             typed = _KCONFIG_TYPE.match(line)
             if current is not None and typed:
                 self.types.setdefault(named, typed["type"].removeprefix("def_"))
@@ -266,6 +281,7 @@ class _KconfigWalk:
             if _KCONFIG_BLOCK_END.match(line):
                 current = None
                 menu = None
+                block = ""
             source = _KCONFIG_SOURCE.match(line)
             if source:
                 for sourced in self._sourced(path, source["kind"], source["path"]):

@@ -321,6 +321,7 @@ def test_check_fragment_reports_dropped_and_unknown_symbols(tree: Path) -> None:
 
 
 def test_symbol_defined_in_several_files_collects_every_dependency(tree: Path) -> None:
+    (tree / "Kconfig").write_text('source "lib/Kconfig.debug"\nsource "arch/Kconfig"\n')
     (tree / "arch").mkdir()
     (tree / "arch" / "Kconfig").write_text("config NEEDS_PCI\n\tdepends on X86\n")
     assert sorted(definition(tree, "NEEDS_PCI") or ()) == [
@@ -328,6 +329,32 @@ def test_symbol_defined_in_several_files_collects_every_dependency(tree: Path) -
         "depends on PCI && !UML",
         "depends on X86",
     ]
+
+
+def test_another_architectures_definition_is_not_this_builds(tmp_path: Path) -> None:
+    """riscv's EFI and arm64's: a riscv build reads only arch/riscv/Kconfig, so only its definition explains."""
+    (tmp_path / "Kconfig").write_text('source "arch/$(SRCARCH)/Kconfig"\n')
+    for arch, needs, more in (("riscv", "OF && !XIP_KERNEL", ""), ("arm64", "ACPI", "config ONLY_ARM64\n")):
+        (tmp_path / "arch" / arch).mkdir(parents=True)
+        (tmp_path / "arch" / arch / "Kconfig").write_text(f"config EFI\n{more}\tbool\n\tdepends on {needs}\n")
+    walked = kconfig_definitions(tmp_path, {"EFI", "ONLY_ARM64"}, "riscv")
+    assert walked["EFI"] == ("depends on OF && !XIP_KERNEL",)
+    # A symbol the build's own files never define still says what its definitions elsewhere need.
+    assert walked["ONLY_ARM64"] == ("depends on ACPI",)
+
+
+def test_a_symbol_asked_off_but_selected_names_what_selects_it(tmp_path: Path) -> None:
+    (tmp_path / "Kconfig").write_text(
+        'config EFI\n\tbool "UEFI"\n\tdepends on OF\n\tdefault y\n\n'
+        "config PORTABLE\n\tbool\n\tdefault !NONPORTABLE\n\tselect EFI\n\tselect OF if MMU\n"
+    )
+    fragment = parse_fragment("# CONFIG_EFI is not set\nCONFIG_OF=n\n", "uefi.kunitconfig")
+    efi, of = dropped_symbols(fragment, {"CONFIG_EFI": "y", "CONFIG_OF": "y", "CONFIG_PORTABLE": "y"}, tmp_path)
+    assert efi.describe() == (
+        "CONFIG_EFI=n (uefi.kunitconfig:1): is y after olddefconfig; Kconfig: selected by PORTABLE (Kconfig:6); "
+        "depends on OF"
+    )
+    assert of.depends == ("selected by PORTABLE (Kconfig:6) if MMU",)
 
 
 def test_enclosing_if_and_menu_blocks_of_the_sourcing_file_are_needs(tmp_path: Path) -> None:
