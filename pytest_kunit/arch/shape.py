@@ -40,6 +40,9 @@ class QemuSettings:
     args: tuple[str, ...]
     kernel_args: tuple[str, ...]
     tcg_args: tuple[str, ...] = ()  # only under TCG (KVM refuses them)
+    # kunit_shutdown=: how KUnit ends the guest when its suites are done. QEMU (-no-reboot) exits on a reboot, but a
+    # machine whose firmware cannot reboot (sparc64's OpenBIOS) powers off instead.
+    shutdown: str = "reboot"
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ from ..arch import Arch, QemuSettings, UmlSettings
 from ..errors import BootError
 
 QEMU_ARGS = ("-nodefaults", "-nographic", "-no-reboot")
-# Always under QEMU: KUnit reboots when done, a panic reboots at once, and QEMU exits instead of rebooting.
-QEMU_KERNEL_ARGS = ("kunit_shutdown=reboot", "panic=-1")
+# Always under QEMU: a panic reboots at once, and QEMU exits instead of rebooting; KUnit reboots when done (or powers
+# off: QemuSettings.shutdown).
+QEMU_PANIC = "panic=-1"
 # Always under UML: a rebooting UML kernel executes itself again, so KUnit halts it instead (the process then exits
 # 0). A panic needs nothing: UML's own panic notifier aborts the process.
 UML_KERNEL_ARGS = ("kunit_shutdown=halt",)
@@ -85,7 +86,7 @@ class QemuLauncher:
     console_pipe: bool = False  # QEMU's serial port waits for a full pty: it loses nothing there
 
     def kernel_args(self) -> tuple[str, ...]:
-        return (*self.settings.kernel_args, *QEMU_KERNEL_ARGS)
+        return (*self.settings.kernel_args, f"kunit_shutdown={self.settings.shutdown}", QEMU_PANIC)
 
     def binary(self, program: str | None) -> str:
         name = program or self.settings.binary

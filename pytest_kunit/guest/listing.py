@@ -14,9 +14,10 @@ from .boot_failure import boot_failure
 from .recovery import killed_by
 from .runner import Runner
 
-# kunit_shutdown=reboot (QEMU) or halt (UML): the executor's last act, printed by kernel_restart() or kernel_halt()
-# (a panic reboots or aborts without it); machine_restart() may add a `reboot: machine restart` line after it.
-_REBOOT = re.compile(r"^reboot: (?:Restarting system|System halted)")
+# kunit_shutdown=reboot (QEMU), poweroff (sparc64) or halt (UML): the executor's last act, printed by
+# kernel_restart(), kernel_power_off() or kernel_halt() (a panic reboots or aborts without it); machine_restart() may
+# add a `reboot: machine restart` line after it.
+_REBOOT = re.compile(r"^reboot: (?:Restarting system|Power down|System halted)")
 _REBOOT_LINE = "reboot: "
 # How many unreadable lines an error quotes.
 _QUOTED = 10

@@ -28,6 +28,13 @@ def test_a_rebooting_uml_kernel_would_run_again_so_none_reboots() -> None:
     assert "kunit_shutdown=reboot" in kernel_command_line(X86, [])
 
 
+def test_a_machine_that_cannot_reboot_powers_off_when_done() -> None:
+    # sparc64's OpenBIOS fails the reboot (a panic, again and again): its power-off is what ends QEMU there.
+    words = kernel_command_line(ARCHES["sparc64"], [])
+    assert "kunit_shutdown=poweroff" in words and "kunit_shutdown=reboot" not in words
+    assert "panic=-1" in words
+
+
 @pytest.mark.parametrize("number", [signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGILL])
 def test_umls_own_deaths_are_not_signals_from_outside(number: int) -> None:
     # A panic aborts the UML process; a fault in UML's own code kills it: the kernel died, nobody killed it.

@@ -20,6 +20,7 @@ def record(*console: str, exit_status: int = 0) -> BootRecord:
         ["reboot: Restarting system"],
         ["[    2.000000] reboot: Restarting system", "[    2.000100] reboot: machine restart", ""],
         ["reboot: System halted"],
+        ["reboot: Power down"],  # sparc64 powers off
     ],
 )
 def test_the_kernels_own_reboot_as_its_last_words_ends_a_list(tail: list[str]) -> None:
