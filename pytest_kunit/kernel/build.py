@@ -93,18 +93,19 @@ def _check_tools(arch: Arch) -> None:
 
 def _configure(request: BuildRequest, make: Make, fragment: Fragment) -> None:
     """kunit.py's configuration: the fragment (with the architecture's needs) as `.config`, completed by Kconfig's
-    defaults. `syncconfig` does what kunit.py's `olddefconfig` does and also writes the include/config files that
-    `make` would otherwise regenerate in a second Kconfig pass."""
+    defaults (kunit.py's `olddefconfig`), then `syncconfig` for the include/config files that `make` would otherwise
+    write in a Kconfig pass of its own. `syncconfig` alone is not `olddefconfig`: it drops the member of an optional
+    choice that .config chose (sh4's CMDLINE_EXTEND, kunit.py's own sh line)."""
     dotconfig, log = make.build_dir / ".config", make.log
     previous = dotconfig.read_text() if dotconfig.exists() else None
     previous_mtime = dotconfig.stat().st_mtime_ns if dotconfig.exists() else None
     dotconfig.write_text(fragment.text())
-    command, env = make.command(f"-j{make.jobs}", "syncconfig"), dict(make.env)
+    command, env = make.command(f"-j{make.jobs}", "olddefconfig", "syncconfig"), dict(make.env)
     with log.open("a") as stream, group(command, stdout=stream, stderr=subprocess.STDOUT, env=env) as process:
         returncode = process.wait()
     if returncode != 0:
         raise BuildError(
-            f"`make syncconfig` failed in {request.tree.path}.",
+            f"`make olddefconfig syncconfig` failed in {request.tree.path}.",
             f"read the log {log}; the tree may be incomplete or not configured for O= builds "
             "(run `make mrproper` in a directory tree that was built in place).",
             detail="\n".join(log.read_text(errors="replace").splitlines()[-15:]),
@@ -118,8 +119,8 @@ def _configure(request: BuildRequest, make: Make, fragment: Fragment) -> None:
 
 def completed_config(request: BuildRequest, progress: ProgressCallback | None = None) -> str:
     """The `.config` the request's fragment gives on its own, Kconfig's defaults completing it, without a build:
-    `syncconfig` in a directory of its own in the cache, done again only when it would change (sharing.py compares
-    it with a shared kernel's). Raises ConfigError as the build would."""
+    configured as a build is (_configure) in a directory of its own in the cache, done again only when it would change
+    (sharing.py compares it with a shared kernel's). Raises ConfigError as the build would."""
     fragment = full_fragment(request)
     layout = CacheLayout(request.cache_dir)
     directory = layout.config_dir(_build_key_digest(*_key_parts(request)))

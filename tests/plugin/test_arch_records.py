@@ -63,7 +63,7 @@ def test_each_record_builds_and_boots_as_its_architecture(
     for boot in fake_kernel.boots():
         assert_booted_as(arch, boot)
     [build_dir] = (fake_kernel.cache / "build").iterdir()
-    assert (build_dir / "make-runs").read_text().split() == ["syncconfig", arch.make.target]
+    assert (build_dir / "make-runs").read_text().split() == ["olddefconfig", "syncconfig", arch.make.target]
     assert (build_dir / arch.make.image).is_file()
     config = (build_dir / ".config").read_text().splitlines()
     for line in arch.kconfig:

@@ -134,15 +134,22 @@ def test_configuration_is_completed_again_only_after_a_kconfig_change(
     lists as read completes the fragment again, and a symbol it no longer allows is reported."""
     run(project, fake_kernel)[0].assert_outcomes(passed=1)
     (make_runs,) = fake_kernel.cache.glob("build/*/make-runs")
-    assert make_runs.read_text().split() == ["syncconfig", "vmlinux"]
+    assert make_runs.read_text().split() == ["olddefconfig", "syncconfig", "vmlinux"]
     fake_kernel.set_case("example", "example_simple_test", outcome="fail")
     run(project, fake_kernel)[0].assert_outcomes(failed=1)
-    assert make_runs.read_text().split() == ["syncconfig", "vmlinux", "vmlinux"]
+    assert make_runs.read_text().split() == ["olddefconfig", "syncconfig", "vmlinux", "vmlinux"]
     kconfig = fake_kernel.tree / "Kconfig"
     kconfig.write_text(
         kconfig.read_text().replace("config KUNIT_EXAMPLE_TEST\n", "config KUNIT_EXAMPLE_TEST\n\tdepends on NET\n")
     )
     result = run(project, fake_kernel)[0]
-    assert make_runs.read_text().split() == ["syncconfig", "vmlinux", "vmlinux", "syncconfig"]
+    assert make_runs.read_text().split() == [
+        "olddefconfig",
+        "syncconfig",
+        "vmlinux",
+        "vmlinux",
+        "olddefconfig",
+        "syncconfig",
+    ]
     result.stdout.fnmatch_lines(["*CONFIG_KUNIT_EXAMPLE_TEST*NET*"])
     assert result.ret != 0

@@ -230,7 +230,7 @@ def test_configuration_is_kunit_py_s_one_pass(project: pytest.Pytester, fake_ker
     """The fragment and the guest's needs, completed by Kconfig's defaults, as kunit.py's olddefconfig does."""
     project.runpytest(*fake_kernel.options()).assert_outcomes(passed=3, failed=2, skipped=1)
     (build,) = fake_kernel.cache.glob("build/*/")
-    assert (build / "make-runs").read_text().split() == ["syncconfig", "vmlinux"]
+    assert (build / "make-runs").read_text().split() == ["olddefconfig", "syncconfig", "vmlinux"]
     config = set((build / ".config").read_text().split())
     # What Kconfig turns on by default stays on (SYSFS decides a lib/kunit verdict on real trees).
     assert {"CONFIG_FAKE_SYSFS=y", "CONFIG_PVH=y", "CONFIG_KUNIT_TEST=y", "CONFIG_SERIAL_8250_CONSOLE=y"} <= config

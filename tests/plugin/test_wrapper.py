@@ -48,13 +48,13 @@ def test_the_wrapper_runs_the_compiler_and_never_keys_the_build(
         project.runpytest(*fake_kernel.options(f"--kunit-wrapper={choice}")).assert_outcomes(
             passed=3, failed=2, skipped=1
         )
-        assert (build / "make-runs").read_text().split() == ["syncconfig", "vmlinux"]
+        assert (build / "make-runs").read_text().split() == ["olddefconfig", "syncconfig", "vmlinux"]
     # A changed tree is built again in the same build directory, whatever the wrapper.
     (fake_kernel.tree / "lib" / "edited.c").write_text("/* edited */\n")
     project.runpytest(*fake_kernel.options("--kunit-wrapper=none")).assert_outcomes(passed=3, failed=2, skipped=1)
     assert [path.name for path in fake_kernel.cache.glob("build/*")] == [build.name]
     # Its configuration stands (the fragment and Kconfig files are as they were): only make runs.
-    assert (build / "make-runs").read_text().split() == ["syncconfig", "vmlinux", "vmlinux"]
+    assert (build / "make-runs").read_text().split() == ["olddefconfig", "syncconfig", "vmlinux", "vmlinux"]
     assert len(compiles(fake_ccache)) == len(calls)
 
 

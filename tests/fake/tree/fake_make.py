@@ -108,7 +108,9 @@ def olddefconfig(dotconfig: Path) -> None:
             if name not in defined or any(dep not in values for dep in defined[name]):
                 del values[name]
                 changed = True
-    dotconfig.write_text("".join(f"CONFIG_{k}={v}\n" for k, v in values.items()))
+    # As Kconfig's, the symbols left off stay written off: a second pass (syncconfig after olddefconfig) keeps them so.
+    off = "".join(f"# CONFIG_{name} is not set\n" for name in sorted(unset_by_user & defined.keys()))
+    dotconfig.write_text("".join(f"CONFIG_{k}={v}\n" for k, v in values.items()) + off)
 
 
 def elf_image(payload: bytes) -> bytes:
