@@ -119,11 +119,20 @@ SH4 = Arch(
     ),
 )
 
-# A 24Kf on the Malta board, little-endian: QEMU loads the ELF vmlinux; the console is the board's 16550.
+# A 24Kf on the Malta board, little-endian: QEMU loads the ELF vmlinux; the console is the board's 16550. Malta
+# restarts through the syscon-reboot driver its device tree names: without it "Reboot failed -- System halted" and
+# QEMU never exits (upstream kunit.py's later mipsel target has the same two lines).
 MIPSEL = Arch(
     name="mipsel",
     make=_cross("mips", "mips", "vmlinux", "vmlinux", "mipsel-linux-gnu", 8),
-    kconfig=("CONFIG_MIPS_MALTA=y", "CONFIG_CPU_LITTLE_ENDIAN=y", "CONFIG_CPU_MIPS32_R2=y", *_8250),
+    kconfig=(
+        "CONFIG_MIPS_MALTA=y",
+        "CONFIG_CPU_LITTLE_ENDIAN=y",
+        "CONFIG_CPU_MIPS32_R2=y",
+        *_8250,
+        "CONFIG_POWER_RESET=y",
+        "CONFIG_POWER_RESET_SYSCON=y",
+    ),
     qemu=QemuSettings(
         binary="qemu-system-mipsel",
         package="qemu-system-mips",
