@@ -39,7 +39,7 @@ while (($#)); do
         # distcc: the real tier compiles through a distccd of its own on localhost. busybox-static and gcovr (the
         # coverage extra): --kunit-coverage's guest /init and report.
         packages+=(linux-source-6.12 distcc busybox-static)
-        arches+=(x86_64 arm64 i386 m68k)
+        arches+=(x86_64 arm64 i386 powerpc)
         target='.[test,coverage]'
         ;;
     --arch)

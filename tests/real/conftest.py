@@ -40,7 +40,7 @@ TIER_CACHE = TIER_HOME / "pytest-kunit"
 
 FRAMEWORK = "testsuites/kunit.kunitconfig"
 FAULTS = "testsuites/faults/faults.kunitconfig"
-LITTLE_32, BIG_ENDIAN = "i386", "m68k"  # the "arches" kernels: 32-bit longs and pointers; big-endian memory
+LITTLE_32, BIG_ENDIAN = "i386", "powerpc"  # the "arches" kernels: 32-bit longs and pointers; big-endian memory
 MISC = "testsuites/misc-example/misc-example.kunitconfig"
 NAMES = "testsuites/names/names.kunitconfig"
 DEBUG = "testsuites/kunit-debug.kunitconfig"
