@@ -120,8 +120,8 @@ class Guest:
                 f"{self._launcher.program} could not be started: {self.record.command[0]}: {why}.",
                 self._launcher.start_remedy,
             ) from None
-        # pexpect sleeps after every read by default (0.1 ms asked, 0.2-0.3 ms taken): a UML console's 3,800 reads
-        # spent 0.7 s of a 2 s warm run in it.
+        # pexpect sleeps after every read by default (0.1 ms asked, 0.2-0.3 ms taken): 3,800 sleeps for a UML
+        # console, which only hold the reader behind the guest (0.7 s of a profiled run; no wall time measured).
         self._child.delayafterread = None
         _LIVE.add(self._child)
 

@@ -139,10 +139,16 @@ class Run:
         return self.process.stdout[-6000:] + self.process.stderr[-3000:]
 
 
-def junit_outcomes(junit: Path) -> dict[str, str]:
+def junit_outcomes(junit: Path, arch: str | None = None) -> dict[str, str]:
+    """suite.case -> outcome from JUnit XML; with `arch`, only the cases whose `kunit_arch` property names it (a run
+    of several architectures)."""
     outcomes: dict[str, str] = {}
     if junit.exists():
         for case in ET.parse(junit).getroot().iter("testcase"):
+            if arch is not None and arch not in {
+                p.get("value") for p in case.iter("property") if p.get("name") == "kunit_arch"
+            }:
+                continue
             suite = case.get("classname", "").rsplit(".", 1)[-1]
             outcome = next((tag for tag in ("failure", "error", "skipped") if case.find(tag) is not None), "passed")
             outcomes[f"{suite}.{case.get('name')}"] = outcome
