@@ -16,8 +16,6 @@ from ..options import Isolate
 
 # A suite never timed before is assumed to take this long per case (TCG runs a typical case in tens of ms).
 ESTIMATED_CASE_SECONDS = 0.05
-# x86 and arm64 keep 2048 bytes of command line; leave room for the arguments the runner always passes.
-MAX_FILTER_LENGTH = 1600
 FRAGMENT_SUFFIX = "kunitconfig"  # `*.kunitconfig` and in-tree `.kunitconfig` files alike
 
 
@@ -170,34 +168,46 @@ def executed_cases(
     return cases
 
 
-def list_filter(all_cases: Sequence[CaseId], wanted: Sequence[CaseId]) -> str | None:
-    """A comma-separated filter running exactly `wanted` (whole suites named once); None runs everything. A case
-    the filter cannot name runs with its whole suite; one whose suite cannot be named, unfiltered."""
+def list_filters(all_cases: Sequence[CaseId], wanted: Sequence[CaseId], room: int) -> list[str | None]:
+    """Comma-separated filters, each at most `room` bytes, whose boots run exactly `wanted` (whole suites named once);
+    [None]: one boot of everything. A case the filter cannot name runs with its whole suite; one whose suite cannot be
+    named, unfiltered.
+
+    An exact filter too long for the kernel's command line becomes one naming the touched suites whole; if that is
+    too long too, those suites are dealt, in the kernel's order, into as many boots as their names need.
+    """
     wanted_set = set(wanted)
     if wanted_set >= set(all_cases):
-        return None
+        return [None]
     suites: dict[str, list[CaseId]] = {}
     for case in all_cases:
         suites.setdefault(case[0], []).append(case)
     entries: list[str] = []
+    touched: list[str] = []
     for suite, cases in suites.items():
         chosen = [case for case in cases if case in wanted_set]
         if not chosen:
             continue
         whole = suite_glob(suite, in_list=True)
         exact = [case_glob(case, in_list=True) for case in chosen]
+        if whole is None and None in exact:
+            return [None]
+        touched.extend([whole] if whole is not None else [glob for glob in exact if glob is not None])
         if whole is not None and (len(chosen) == len(cases) or None in exact):
             entries.append(whole)
-        elif None not in exact:
-            entries.extend(glob for glob in exact if glob is not None)
         else:
-            return None
-    exact_filter = ",".join(entries)
-    if len(exact_filter) <= MAX_FILTER_LENGTH:
-        return exact_filter
-    # Too long for the command line: run the touched suites whole and report only what was selected.
-    touched = dict.fromkeys(case[0] for case in all_cases if case in wanted_set)
-    return ",".join(suite_glob(suite, in_list=True) or "" for suite in touched)
+            entries.extend(glob for glob in exact if glob is not None)
+    for names in (entries, touched):
+        if len(",".join(names)) <= room:
+            return [",".join(names)]
+    boots: list[list[str]] = [[]]
+    for glob in touched:
+        if len(glob) > room:
+            return [None]  # a name that alone does not fit: the one boot that needs no filter
+        if boots[-1] and len(",".join([*boots[-1], glob])) > room:
+            boots.append([])
+        boots[-1].append(glob)
+    return [",".join(names) for names in boots]
 
 
 def single_case_filters(wanted: Sequence[CaseId]) -> list[BootFilter]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,8 @@ from .boot import (
     watchdog_seconds,
 )
 from .boot_failure import boot_failure
-from .planning import BootFilter, PlannedCase, executed_cases, list_filter, single_case_filters, single_glob_filters
+from .cmdline import SMALLEST_COMMAND_LINE, check_fits, command_line_size, line_length
+from .planning import BootFilter, PlannedCase, executed_cases, list_filters, single_case_filters, single_glob_filters
 from .recovery import Action, Cause, Decision, Stop, outside_kill_error
 
 
@@ -146,10 +148,9 @@ class Runner:
         for case in wanted:
             known.setdefault(case, Outcome.no_result(case, Path(os.devnull), "The runner gave up booting again."))
 
-    @staticmethod
-    def _filters(kernel: Kernel, remaining: list[CaseId], named_singly: bool) -> list[BootFilter]:
+    def _filters(self, kernel: Kernel, remaining: list[CaseId], named_singly: bool) -> list[BootFilter]:
         if kernel.features.filter_list:
-            filters = [BootFilter(list_filter(kernel.cases, remaining))]
+            filters = [BootFilter(glob) for glob in self._list_filters(kernel, remaining)]
         elif named_singly:
             # A single glob can only leave out the cases a stopped guest did run by naming the others one by one.
             filters = single_case_filters(remaining)
@@ -158,6 +159,20 @@ class Runner:
             known = kernel.features.attributes and not kernel.modules
             filters = single_glob_filters(kernel.cases, remaining, kernel.attributes if known else None)
         return [module_boots.loading(kernel, boot) for boot in filters] if kernel.modules else filters
+
+    def _list_filters(self, kernel: Kernel, remaining: list[CaseId]) -> list[str | None]:
+        """The globs of as many boots as the kernel's command line needs to name `remaining` (one, unless it is
+        short: m68k and sh keep 256 bytes)."""
+        modules = tuple(module.name for module in kernel.modules) if kernel.modules else None
+        # Every other argument of the boot, with the most modules it can load; 2 for the quotes a glob may need.
+        others = line_length(self._command_line(kernel, BootFilter("", modules=modules))) + 2
+        globs = list_filters(kernel.cases, remaining, sys.maxsize)
+        if others + len(globs[0] or "") <= SMALLEST_COMMAND_LINE:
+            return globs
+        return list_filters(kernel.cases, remaining, command_line_size(kernel) - others)
+
+    def _command_line(self, kernel: Kernel, boot_filter: BootFilter) -> list[str]:
+        return kernel_command_line(kernel.arch, (*kernel.boot_args, *self._kernel_args(kernel, boot_filter)))
 
     def _executed(self, kernel: Kernel, boot_filter: BootFilter, wanted: set[CaseId]) -> list[CaseId]:
         if boot_filter.modules is None:
@@ -197,6 +212,7 @@ class Runner:
         self.obtain(kernel)
         args = kernel_command_line(kernel.arch, (*kernel.boot_args, *kernel_args))
         self.edits.kernel_args(kernel, args)
+        check_fits(kernel, args)
         while True:
             request = BootRequest(
                 image=kernel.build.image,

@@ -251,6 +251,48 @@ def elf_machine(path: Path) -> int | None:
     return int.from_bytes(header[18:20], "little" if header[5] == 1 else "big")
 
 
+def elf_symbol_size(path: Path, name: str) -> int | None:
+    """The size (st_size) of the symbol `name` in an ELF file's symbol table, any class and byte order, reading its
+    headers, symbol table and string table alone; None when the file is no ELF file, has no symbol table or no such
+    symbol."""
+    try:
+        with path.open("rb") as stream:
+            header = stream.read(64)
+            if len(header) < 52 or header[:4] != ELF_MAGIC or header[4] not in (1, 2) or header[5] not in (1, 2):
+                return None
+            wide = header[4] == 2
+            order = "<" if header[5] == 1 else ">"
+            (shoff,) = struct.unpack_from(order + ("Q" if wide else "I"), header, 40 if wide else 32)
+            shentsize, shnum = struct.unpack_from(order + "HH", header, 58 if wide else 46)
+            stream.seek(shoff)
+            table = stream.read(shentsize * shnum)
+            # sh_type, then sh_offset, sh_size, sh_link: where each section's bytes lie, and its string table.
+            layout = order + ("4xI16xQQI" if wide else "4xI8xIII")
+            sections = [struct.unpack_from(layout, table, index * shentsize) for index in range(shnum)]
+            symtab = next((section for section in sections if section[0] == 2), None)  # SHT_SYMTAB
+            if symtab is None or symtab[3] >= shnum:
+                return None
+
+            def read(offset: int, size: int) -> bytes:
+                stream.seek(offset)
+                return stream.read(size)
+
+            strings = read(*sections[symtab[3]][1:3])
+            symbols = read(*symtab[1:3])
+    except OSError:
+        return None
+    # Every place the name ends the string table: the linker shares a name's bytes with the tail of a longer one.
+    wanted = name.encode() + b"\0"
+    offsets: set[int] = set()
+    found = strings.find(wanted)
+    while found >= 0:
+        offsets.add(found)
+        found = strings.find(wanted, found + 1)
+    # st_name, then st_size: an entry's first field and, by class, its fourth or third.
+    entry = order + ("I12xQ" if wide else "I4xI4x")
+    return next((int(size) for at, size in struct.iter_unpack(entry, symbols) if at in offsets), None)
+
+
 def elf_extent(path: Path, size: int) -> int:
     """How many bytes an ELF file of `size` bytes must hold, by its headers: its program and section header tables
     and, when those lie within it, each segment's bytes. Any class and byte order. Raises NotARecord, saying what

@@ -70,6 +70,44 @@ def test_each_record_builds_and_boots_as_its_architecture(
         assert line in config if not line.startswith("#") else line.split()[1] + "=y" not in config
 
 
+def long_named_suites(fake_kernel: FakeKernel, count: int) -> list[str]:
+    """`count` suites of two cases each, named long enough that their names together run past 256 bytes."""
+    suites = [f"a_suite_with_a_long_name_{number:02d}" for number in range(count)]
+    cases = [{"name": "kept"}, {"name": "left_out"}]
+    fake_kernel.write_spec({"suites": [{"name": suite, "cases": cases} for suite in suites]})
+    return suites
+
+
+def test_a_filter_too_long_for_the_kernel_s_command_line_is_split_over_boots(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tools: Path
+) -> None:
+    # m68k keeps 256 bytes of command line (its boot_command_line), and loses the rest unsaid: one boot naming all
+    # twelve suites would leave the last ones' cases without a result.
+    suites = long_named_suites(fake_kernel, 12)
+    result = project.runpytest(*own_qemu(fake_kernel, "--kunit-arch=m68k", "-k", "kept"))
+    result.assert_outcomes(passed=12)
+    boots = fake_kernel.test_boots()
+    assert len(boots) == 2
+    for boot in boots:
+        argv = boot["argv"]
+        assert len(argv[argv.index("-append") + 1]) < 256
+    assert ",".join(str(glob) for glob in fake_kernel.filters()) == ",".join(suites)
+
+
+def test_a_command_line_the_kernel_would_cut_is_refused(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tools: Path
+) -> None:
+    long_named_suites(fake_kernel, 1)
+    label = "fake.label=" + "x" * 250
+    result = project.runpytest(*own_qemu(fake_kernel, "--kunit-arch=m68k", f"--kunit-kernel-args={label}"))
+    result.assert_outcomes(errors=1)  # the list boot's, as the fragment is collected
+    result.stdout.fnmatch_lines(
+        ["*command line of a boot of kunit.kunitconfig is 323 bytes, but its kernel keeps 255 *"]
+    )
+    no_traceback(result)
+    assert fake_kernel.boots() == []
+
+
 MATRIX = "--kunit-arch=x86_64,arm64"
 
 

@@ -9,12 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_kunit.guest.planning import (
-    MAX_FILTER_LENGTH,
     BootFilter,
     PlannedCase,
     case_from_nodeid,
     executed_cases,
-    list_filter,
+    list_filters,
     single_glob_filters,
 )
 from pytest_kunit.guest.planning import plan_batches as plan_cases
@@ -181,9 +180,16 @@ def test_isolate_none_is_balanced_for_any_suite_sizes(sizes: list[int], workers:
             assert sum(1 for member in members if member.split("::")[1] == suite) == sizes[int(suite[5:])]
 
 
-# --- list_filter ---------------------------------------------------------------------------------------------------
+# --- list_filters --------------------------------------------------------------------------------------------------
 
 ALL = list(KUNIT_ALL_CASES)
+ROOM = 1500  # what x86_64's 2048 bytes of command line leave a filter
+
+
+def list_filter(all_cases: list[tuple[str, str]], wanted: list[tuple[str, str]], room: int = ROOM) -> str | None:
+    """The one boot's filter, where the command line has room for one."""
+    [glob] = list_filters(all_cases, wanted, room)
+    return glob
 
 
 def of(suite: str) -> list[tuple[str, str]]:
@@ -231,7 +237,7 @@ def test_too_long_filter_falls_back_to_whole_suites() -> None:
     all_cases = [(suite, f"a_fairly_long_case_name_number_{n:02d}") for suite in suites for n in range(4)]
     wanted = [case for case in all_cases if case[1].endswith(("00", "01", "02"))]
     exact = ",".join(f"{suite}.{case}" for suite, case in wanted)
-    assert len(exact) > MAX_FILTER_LENGTH
+    assert len(exact) > ROOM
     assert list_filter(all_cases, wanted) == ",".join(suites)
     # The fallback runs more than was asked for, never less.
     ran = executed_cases(all_cases, list_filter(all_cases, wanted))
@@ -240,17 +246,36 @@ def test_too_long_filter_falls_back_to_whole_suites() -> None:
     # Just under the limit the filter stays exact.
     few = wanted[:30]
     exact_few = ",".join(f"{suite}.{case}" for suite, case in few)
-    assert len(exact_few) <= MAX_FILTER_LENGTH
+    assert len(exact_few) <= ROOM
     assert list_filter(all_cases, few) == exact_few
 
 
-def test_filter_at_exactly_the_limit_is_kept() -> None:
-    # One case whose "suite.case" entry is exactly MAX_FILTER_LENGTH characters long.
-    case = ("s", "c" * (MAX_FILTER_LENGTH - 2))
+def test_filter_at_exactly_the_room_is_kept() -> None:
+    # One case whose "suite.case" entry is exactly ROOM characters long.
+    case = ("s", "c" * (ROOM - 2))
     all_cases = [case, ("s", "other")]
     assert list_filter(all_cases, [case]) == f"s.{case[1]}"
-    longer = ("s", "c" * (MAX_FILTER_LENGTH - 1))
+    longer = ("s", "c" * (ROOM - 1))
     assert list_filter([longer, ("s", "other")], [longer]) == "s"
+
+
+def test_suites_too_many_for_one_command_line_are_dealt_into_boots_in_the_kernel_s_order() -> None:
+    # m68k keeps 256 bytes: what the framework fragment's 16 suites, named whole, do not fit in.
+    suites = [f"a_suite_with_a_long_name_{n:02d}" for n in range(16)]
+    all_cases = [(suite, case) for suite in suites for case in ("kept", "left_out")]
+    wanted = [case for case in all_cases if case[1] == "kept"]
+    filters = list_filters(all_cases, wanted, 100)
+    assert len(filters) == 6
+    assert all(glob is not None and len(glob) <= 100 for glob in filters)
+    assert ",".join(glob or "" for glob in filters) == ",".join(suites)  # each suite once, in order
+    ran = [case for glob in filters for case in executed_cases(all_cases, glob)]
+    assert set(ran) >= set(wanted) and len(ran) == len(all_cases)
+
+
+def test_a_name_longer_than_the_room_boots_unfiltered() -> None:
+    all_cases = [("s" * 40, "a"), ("s" * 40, "b"), ("t", "c")]
+    assert list_filters(all_cases, all_cases[:1], 30) == [None]
+    assert list_filters(all_cases, all_cases[2:], 30) == ["t"]
 
 
 names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_-", min_size=1, max_size=8).filter(lambda n: n[0] != "-")
@@ -274,6 +299,26 @@ def test_a_list_filter_runs_exactly_what_is_wanted(data: tuple[list[tuple[str, s
         assert ran == all_cases
     else:
         assert ran == [case for case in all_cases if case in set(wanted)]
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(
+    st.lists(st.tuples(names, names), min_size=1, max_size=25, unique=True).flatmap(
+        lambda cases: st.tuples(st.just(cases), st.lists(st.sampled_from(cases), max_size=25))
+    ),
+    st.integers(min_value=1, max_value=120),
+)
+def test_split_filters_fit_their_room_and_run_every_wanted_case_once(
+    data: tuple[list[tuple[str, str]], list[tuple[str, str]]], room: int
+) -> None:
+    all_cases, wanted = data
+    order = list(dict.fromkeys(suite for suite, _ in all_cases))
+    all_cases = sorted(all_cases, key=lambda case: order.index(case[0]))
+    filters = list_filters(all_cases, wanted, room)
+    ran = [case for glob in filters for case in executed_cases(all_cases, glob)]
+    assert set(ran) >= set(wanted)
+    assert len(ran) == len(set(ran))  # no case runs in two boots
+    assert filters == [None] or all(glob is not None and len(glob) <= room for glob in filters)
 
 
 # --- executed_cases ------------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from pytest_kunit.kbuild.records import (
     elf_relocations,
     elf_section_names,
     elf_sections,
+    elf_symbol_size,
     elf_symbols,
     kconfig_inputs,
     parse_cmd,
@@ -187,3 +188,52 @@ def test_an_elf_file_s_extent_is_what_its_headers_describe(tmp_path: Path) -> No
     path.write_bytes(b"MZ" + bytes(100))
     with pytest.raises(NotARecord, match="it is not an ELF file"):
         elf_extent(path, 102)
+
+
+def elf_with_symbols(wide: bool, order: str, symbols: dict[str, int]) -> bytes:
+    """An ELF file of either class and byte order whose symbol table holds `symbols` (name -> st_size), their names
+    sharing tails in the string table as the linker's do."""
+    strings = b"\0" + b"".join(
+        name.encode() + b"\0"
+        for name in symbols
+        if not any(other != name and other.endswith(name) for other in symbols)
+    )
+    entries = [bytes(24 if wide else 16)]
+    for name, size in symbols.items():
+        at = strings.index(name.encode() + b"\0")
+        entry = "IBBHQQ" if wide else "IIIBBH"
+        fields = (at, 0x11, 0, 1, 0, size) if wide else (at, 0, size, 0x11, 0, 1)
+        entries.append(struct.pack(order + entry, *fields))
+    table = b"".join(entries)
+    header_size, section_size = (64, 64) if wide else (52, 40)
+    data = header_size + 3 * section_size
+    layout = "IIQQQQIIQQ" if wide else "IIIIIIIIII"
+    sections = (
+        bytes(section_size)
+        + struct.pack(order + layout, 0, 2, 0, 0, data + len(strings), len(table), 2, 1, 8, len(entries[0]))
+        + struct.pack(order + layout, 0, 3, 0, 0, data, len(strings), 0, 0, 1, 0)
+    )
+    ident = b"\x7fELF" + bytes([2 if wide else 1, 1 if order == "<" else 2, 1]) + bytes(9)
+    if wide:
+        header = struct.pack(order + "HHIQQQIHHHHHH", 2, 62, 1, 0, 0, header_size, 0, 64, 56, 0, 64, 3, 0)
+    else:
+        header = struct.pack(order + "HHIIIIIHHHHHH", 2, 4, 1, 0, 0, header_size, 0, 52, 32, 0, 40, 3, 0)
+    return ident + header + sections + strings + table
+
+
+@pytest.mark.parametrize(("wide", "order"), [(True, "<"), (False, ">"), (False, "<"), (True, ">")])
+def test_a_symbol_s_size_is_read_from_the_symbol_table(tmp_path: Path, wide: bool, order: str) -> None:
+    # m68k's and sh's boot_command_line: 256 bytes; a longer name ending in it shares its bytes.
+    path = tmp_path / "vmlinux"
+    path.write_bytes(elf_with_symbols(wide, order, {"saved_boot_command_line": 8, "boot_command_line": 256}))
+    assert elf_symbol_size(path, "boot_command_line") == 256
+    assert elf_symbol_size(path, "saved_boot_command_line") == 8
+    assert elf_symbol_size(path, "command_line") is None  # a tail of both names, but no symbol's own
+
+
+def test_a_symbol_size_of_what_is_no_elf_file_or_no_symbol_table_is_none(tmp_path: Path, object_file: Path) -> None:
+    assert elf_symbol_size(object_file, "suite") == 264  # a real object: the C struct's size
+    path = tmp_path / "image"
+    path.write_bytes(b"MZ" + bytes(100))
+    assert elf_symbol_size(path, "boot_command_line") is None
+    assert elf_symbol_size(tmp_path / "missing", "boot_command_line") is None

@@ -113,12 +113,23 @@ def olddefconfig(dotconfig: Path) -> None:
     dotconfig.write_text("".join(f"CONFIG_{k}={v}\n" for k, v in values.items()) + off)
 
 
-def elf_image(payload: bytes) -> bytes:
-    """A minimal ELF64 file carrying `payload`: its header, the payload, then one (null) section header, last as in
-    a real vmlinux, so a truncated image is told by its ELF structure."""
+# COMMAND_LINE_SIZE by ARCH (asm-generic's 512 is nowhere used here): the size of the image's boot_command_line.
+COMMAND_LINE_SIZES = {"m68k": 256, "sh": 256, "alpha": 256, "um": 4096}
+
+
+def elf_image(payload: bytes, command_line_size: int) -> bytes:
+    """A minimal ELF64 file carrying `payload`: its header, the payload, then its section headers (none, a symbol
+    table, its strings), last as in a real vmlinux, so a truncated image is told by its ELF structure; the symbol
+    table holds the kernel's `char boot_command_line[COMMAND_LINE_SIZE]`."""
+    strings = b"\0boot_command_line\0"
+    symbols = bytes(24) + struct.pack("<IBBHQQ", 1, 0x11, 0, 0, 0, command_line_size)  # global, an object
     section_table = 64 + len(payload)
-    fields = struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, 0, 0, section_table, 0, 64, 56, 0, 64, 1, 0)
-    return b"\x7fELF" + bytes([2, 1, 1]) + bytes(9) + fields + payload + bytes(64)
+    data = section_table + 3 * 64
+    symtab = struct.pack("<IIQQQQIIQQ", 0, 2, 0, 0, data + len(strings), len(symbols), 2, 1, 8, 24)
+    strtab = struct.pack("<IIQQQQIIQQ", 0, 3, 0, 0, data, len(strings), 0, 0, 1, 0)
+    fields = struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, 0, 0, section_table, 0, 64, 56, 0, 64, 3, 0)
+    header = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9) + fields
+    return header + payload + bytes(64) + symtab + strtab + strings + symbols
 
 
 def suite_source(suite: dict[str, Any]) -> str:
@@ -324,7 +335,9 @@ def main(target: str, build_dir: str) -> int:
         if "CONFIG_GCOV_KERNEL=y" in dotconfig.read_text():
             spec["gcov"] = gcov_program(out)
         spec["kmemleak"] = "CONFIG_DEBUG_KMEMLEAK=y" in dotconfig.read_text()
-        image.write_bytes(elf_image(json.dumps(spec).encode()))
+        size = spec.get("command_line_size") or COMMAND_LINE_SIZES.get(os.environ.get("ARCH", "x86_64"), 2048)
+        spec["command_line_size"] = size
+        image.write_bytes(elf_image(json.dumps(spec).encode(), size))
         (out / "lib/kunit").mkdir(parents=True, exist_ok=True)
         if not (out / "lib/kunit/.kunit-example-test.o.cmd").exists():  # where a compile left none
             (out / "lib/kunit/.kunit-example-test.o.cmd").write_text("cmd\n")

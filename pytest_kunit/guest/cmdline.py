@@ -1,0 +1,59 @@
+"""How long a boot's kernel command line may be: the kernel keeps COMMAND_LINE_SIZE bytes of it, its
+`boot_command_line` array, whose size the symbol table of vmlinux records, and on most architectures cuts the rest
+without a word (m68k and sh keep 256 bytes: a filter naming a dozen suites already runs past them)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import KunitError
+from ..kbuild.records import elf_symbol_size
+from ..model import Kernel
+
+# The smallest COMMAND_LINE_SIZE an architecture has (m68k, sh, alpha, sparc32): a shorter line fits every kernel, so
+# no symbol table is read for it.
+SMALLEST_COMMAND_LINE = 256
+_ARRAY = "boot_command_line"
+
+
+@functools.cache
+def _recorded_size(path: Path, mtime_ns: int) -> int | None:
+    return elf_symbol_size(path, _ARRAY)
+
+
+def command_line_size(kernel: Kernel) -> int:
+    """COMMAND_LINE_SIZE of the kernel's image, from its vmlinux (or its image, an ELF file, where no build directory
+    is at hand); the smallest any architecture has when neither records it."""
+    for path in (kernel.build.build_dir / "vmlinux", kernel.build.image):
+        try:
+            mtime_ns = path.stat().st_mtime_ns
+        except OSError:
+            continue
+        size = _recorded_size(path, mtime_ns)
+        if size:
+            return size
+    return SMALLEST_COMMAND_LINE
+
+
+def line_length(args: Sequence[str]) -> int:
+    """The bytes of the command line these arguments make, its terminating NUL included."""
+    return len(" ".join(args).encode()) + 1
+
+
+def check_fits(kernel: Kernel, args: Sequence[str]) -> None:
+    """Refuse a command line the kernel would cut: the arguments past its end (a filter's last globs, a sanitizer's
+    or the user's own) would be lost, and with them cases or settings, without a word from the guest."""
+    length = line_length(args)
+    if length <= SMALLEST_COMMAND_LINE:
+        return
+    size = command_line_size(kernel)
+    if length > size:
+        raise KunitError(
+            f"The kernel command line of a boot of {kernel.key} is {length - 1} bytes, but its kernel keeps "
+            f"{size - 1} (COMMAND_LINE_SIZE, the size of {_ARRAY} in its vmlinux) and would cut the rest.",
+            "shorten what --kunit-kernel-args, the pytest_kunit_kernel_args hooks or an architecture record of your "
+            "own add to every boot; pytest-kunit splits its own filter into as many boots as the kernel needs.",
+            detail=f"Command line:\n{' '.join(args)}",
+        )
