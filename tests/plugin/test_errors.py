@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -77,6 +78,22 @@ def test_bad_kunitconfig(
     result = pytester.runpytest(*fake_kernel.options())
     result.stdout.fnmatch_lines([*expected, "*What to do:*"])
     no_traceback(result)
+
+
+def test_a_configuration_refused_once_is_completed_again_next_run(
+    pytester: pytest.Pytester, fake_kernel: FakeKernel
+) -> None:
+    pytester.makefile(".kunitconfig", net="CONFIG_KUNIT=y\nCONFIG_FAKE_NEEDS_NET=y\n")
+    refused = pytester.runpytest(*fake_kernel.options())
+    refused.stdout.fnmatch_lines(["*CONFIG_FAKE_NEEDS_NET=y (*net.kunitconfig:2): is not set after olddefconfig*"])
+    # What completes the fragment changes where Kbuild's records cannot see it (Kconfig's mtime kept, as when a new
+    # pytest-kunit completes a configuration otherwise): the build directory's refused .config is not trusted.
+    kconfig = fake_kernel.tree / "Kconfig"
+    before = kconfig.stat()
+    kconfig.write_text(kconfig.read_text() + '\nconfig NET\n\tbool "net"\n\tdefault y\n')
+    os.utime(kconfig, ns=(before.st_atime_ns, before.st_mtime_ns))
+    result = pytester.runpytest(*fake_kernel.options())
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
 
 
 def test_build_failure_shows_the_compiler_errors(pytester: pytest.Pytester, fake_kernel: FakeKernel) -> None:
