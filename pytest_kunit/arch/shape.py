@@ -43,6 +43,12 @@ class QemuSettings:
     # kunit_shutdown=: how KUnit ends the guest when its suites are done. QEMU (-no-reboot) exits on a reboot, but a
     # machine whose firmware cannot reboot (sparc64's OpenBIOS) powers off instead.
     shutdown: str = "reboot"
+    # What the machine's firmware prints after the kernel's last line (its reboot): the start of each such line. A list
+    # boot's end is proven by the kernel's reboot line being the last the kernel printed (listing.py).
+    after_reboot: tuple[str, ...] = ()
+    # Whether the console shows the kernel's reboot line at all. s390's SCLP console flushes its buffer in a reboot
+    # notifier, which kernel_restart() runs before it prints the line: everything before it is shown, the line never.
+    shows_reboot_line: bool = True
 
 
 @dataclass(frozen=True)

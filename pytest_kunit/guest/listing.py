@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from ..arch import QemuSettings
 from ..console import ktap, oops
 from ..console import ktap_lines as grammar
 from ..console.transcript import BootRecord
@@ -23,17 +24,24 @@ _REBOOT_LINE = "reboot: "
 _QUOTED = 10
 
 
-def reached_end(record: BootRecord) -> bool:
+def reached_end(record: BootRecord, machine: QemuSettings | None = None) -> bool:
     """Whether the list boot ran to the kernel's own reboot (or halt) and the guest then exited by itself, status 0.
 
-    The reboot lines must be the console's last: a test's printk, or anything the kernel printed before it died,
-    can hold the same words mid-boot. A panic anywhere means the list was cut short."""
+    The reboot lines must be the kernel's last: a test's printk, or anything the kernel printed before it died,
+    can hold the same words mid-boot. Only what the machine's firmware prints once the kernel is gone may follow
+    (lines starting with one of its `after_reboot`). A panic anywhere means the list was cut short. On a machine
+    whose console never shows the reboot line (s390), the guest's own clean exit is the end."""
     if not record.ktap_started or record.timed_out or record.exit_status != 0:
         return False
     lines = [grammar.clean(line).strip() for line in record.console]
     if any(oops.is_panic(line) for line in lines):
         return False
+    if machine is not None and not machine.shows_reboot_line:
+        return True
+    after_reboot = machine.after_reboot if machine is not None else ()
     tail = [line for line in lines if line]
+    while after_reboot and tail and tail[-1].startswith(after_reboot):
+        tail.pop()
     while tail and tail[-1].startswith(_REBOOT_LINE) and not _REBOOT.match(tail[-1]):
         tail.pop()  # what the machine's own restart printed after the kernel's line
     return bool(tail) and bool(_REBOOT.match(tail[-1]))
@@ -63,7 +71,7 @@ def list_cases(
     for attempt in range(1, tries + 1):
         record, events = runner.guest(kernel, (f"kunit.action={action}",))
         listed = [event for event in events if isinstance(event, ktap.Listed)]
-        if reached_end(record):
+        if reached_end(record, kernel.arch.qemu):
             unread = [event.line for event in events if isinstance(event, ktap.Unread)]
             if unread:
                 raise _unread_error(kernel, action, unread, len(listed))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_kunit.arch import QemuSettings
 from pytest_kunit.console.transcript import BootRecord
 from pytest_kunit.guest.listing import reached_end
 
@@ -52,3 +53,29 @@ def test_a_guest_that_failed_or_was_killed_did_not_reach_its_end() -> None:
     timed_out = record(*LIST, "reboot: Restarting system")
     timed_out.timed_out = True
     assert not reached_end(timed_out)
+
+
+SEABIOS = QemuSettings("qemu-system-hppa", "qemu-system-misc", (), (), after_reboot=("SeaBIOS wants SYSTEM RESET.",))
+SCLP = QemuSettings("qemu-system-s390x", "qemu-system-misc", (), (), shows_reboot_line=False)
+
+
+def test_only_the_firmware_s_own_lines_may_follow_the_kernel_s_reboot() -> None:
+    # parisc's SeaBIOS speaks once the kernel has rebooted; the record names what it says.
+    ended = record(*LIST, "reboot: Restarting system", "SeaBIOS wants SYSTEM RESET.", "")
+    assert reached_end(ended, SEABIOS)
+    assert not reached_end(ended)
+    # A firmware line where the kernel's reboot line should be is no end; nor is a kernel line after the firmware's.
+    assert not reached_end(record(*LIST, "SeaBIOS wants SYSTEM RESET."), SEABIOS)
+    cut = record(*LIST, "reboot: Restarting system", "SeaBIOS wants SYSTEM RESET.", "example.example_after")
+    assert not reached_end(cut, SEABIOS)
+
+
+def test_where_the_console_never_shows_the_reboot_line_a_clean_exit_ends_the_list() -> None:
+    assert reached_end(record(*LIST), SCLP)
+    assert not reached_end(record(*LIST))
+    # Still no end: a panic (its notifier flushes SCLP's buffer, so its lines are shown), a failed or killed guest.
+    assert not reached_end(record(*LIST, "Kernel panic - not syncing: Fatal exception"), SCLP)
+    assert not reached_end(record(*LIST, exit_status=1), SCLP)
+    timed_out = record(*LIST)
+    timed_out.timed_out = True
+    assert not reached_end(timed_out, SCLP)
