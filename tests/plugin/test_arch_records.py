@@ -49,7 +49,9 @@ def assert_booted_as(arch: Arch, boot: dict[str, object]) -> None:
     assert tuple(argv[start : start + len(arch.qemu.args)]) == arch.qemu.args
     assert argv[argv.index("-kernel") + 1].endswith("/" + arch.make.image)
     assert tuple(append[: len(arch.qemu.kernel_args)]) == arch.qemu.kernel_args
-    assert argv[argv.index("-icount") + 1] == "shift=auto,sleep=off"
+    assert ("-icount" in argv) == ("-icount" in arch.qemu.tcg_args)  # parisc's QEMU cannot run on the count
+    if "-icount" in argv:
+        assert argv[argv.index("-icount") + 1] == "shift=auto,sleep=off"
 
 
 @pytest.mark.parametrize("name", QEMU_ARCHES)
