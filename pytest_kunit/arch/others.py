@@ -118,6 +118,7 @@ SH4 = Arch(
         args=("-machine", "r2d", "-serial", "null", *SERIAL),
         kernel_args=("console=ttySC1",),
         tcg_args=ICOUNT,
+        command_line_room=256,  # r2d's boot parameters hold 256 bytes of it; the kernel would keep 512
     ),
 )
 

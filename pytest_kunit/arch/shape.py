@@ -49,6 +49,9 @@ class QemuSettings:
     # Whether the console shows the kernel's reboot line at all. s390's SCLP console flushes its buffer in a reboot
     # notifier, which kernel_restart() runs before it prints the line: everything before it is shown, the line never.
     shows_reboot_line: bool = True
+    # The most bytes of command line the machine's loader hands the kernel (r2d copies it into a 256-byte field), when
+    # fewer than the kernel keeps; 0: as many as the kernel keeps.
+    command_line_room: int = 0
 
 
 @dataclass(frozen=True)

@@ -24,17 +24,21 @@ def _recorded_size(path: Path, mtime_ns: int) -> int | None:
 
 
 def command_line_size(kernel: Kernel) -> int:
-    """COMMAND_LINE_SIZE of the kernel's image, from its vmlinux (or its image, an ELF file, where no build directory
-    is at hand); the smallest any architecture has when neither records it."""
+    """The bytes of command line a boot of the kernel keeps, its NUL included: COMMAND_LINE_SIZE of the image, from
+    its vmlinux (or its image, an ELF file, where no build directory is at hand; the smallest any architecture has
+    when neither records it), or fewer where the machine's loader passes fewer (its record's command_line_room)."""
+    size = SMALLEST_COMMAND_LINE
     for path in (kernel.build.build_dir / "vmlinux", kernel.build.image):
         try:
             mtime_ns = path.stat().st_mtime_ns
         except OSError:
             continue
-        size = _recorded_size(path, mtime_ns)
-        if size:
-            return size
-    return SMALLEST_COMMAND_LINE
+        recorded = _recorded_size(path, mtime_ns)
+        if recorded:
+            size = recorded
+            break
+    room = kernel.arch.qemu.command_line_room if kernel.arch.qemu is not None else 0
+    return min(size, room) if room else size
 
 
 def line_length(args: Sequence[str]) -> int:
@@ -52,7 +56,8 @@ def check_fits(kernel: Kernel, args: Sequence[str]) -> None:
     if length > size:
         raise KunitError(
             f"The kernel command line of a boot of {kernel.key} is {length - 1} bytes, but its kernel keeps "
-            f"{size - 1} (COMMAND_LINE_SIZE, the size of {_ARRAY} in its vmlinux) and would cut the rest.",
+            f"{size - 1} (COMMAND_LINE_SIZE, the size of {_ARRAY} in its vmlinux, or what its machine's loader "
+            "passes) and would cut the rest.",
             "shorten what --kunit-kernel-args, the pytest_kunit_kernel_args hooks or an architecture record of your "
             "own add to every boot; pytest-kunit splits its own filter into as many boots as the kernel needs.",
             detail=f"Command line:\n{' '.join(args)}",

@@ -113,8 +113,8 @@ def olddefconfig(dotconfig: Path) -> None:
     dotconfig.write_text("".join(f"CONFIG_{k}={v}\n" for k, v in values.items()) + off)
 
 
-# COMMAND_LINE_SIZE by ARCH (asm-generic's 512 is nowhere used here): the size of the image's boot_command_line.
-COMMAND_LINE_SIZES = {"m68k": 256, "sh": 256, "alpha": 256, "um": 4096}
+# COMMAND_LINE_SIZE by ARCH (sh's is asm-generic's 512): the size of the image's boot_command_line.
+COMMAND_LINE_SIZES = {"m68k": 256, "sh": 512, "alpha": 256, "um": 4096}
 
 
 def elf_image(payload: bytes, command_line_size: int) -> bytes:
