@@ -29,7 +29,8 @@ def suites_alone(tree, build_dir, union, alone, scratch):
 
 
 def suite_objects(build_dir):
-    spec = json.loads((build_dir / "vmlinux").read_bytes()[64:-64])  # the fake image: the guest spec in an ELF file
+    image = (build_dir / "vmlinux").read_bytes()  # the fake image: the guest spec in an ELF file, up to its sections
+    spec = json.loads(image[64 : int.from_bytes(image[40:48], "little")])
     return [membership.SuiteObject(f"lib/{s['name']}.o", (s["name"],)) for s in spec.get("suites", [])]
 
 
