@@ -169,6 +169,7 @@ class Runner:
         globs = list_filters(kernel.cases, remaining, sys.maxsize)
         if others + len(globs[0] or "") <= SMALLEST_COMMAND_LINE:
             return globs
+        self.obtain(kernel)  # a worker on another host reads the size from the image it fetches
         return list_filters(kernel.cases, remaining, command_line_size(kernel) - others)
 
     def _command_line(self, kernel: Kernel, boot_filter: BootFilter) -> list[str]:

@@ -67,6 +67,26 @@ def test_the_controller_builds_once_and_workers_boot_its_image(
     assert copy.stat().st_mode & stat.S_IXUSR
 
 
+def test_a_worker_reads_the_command_line_s_size_from_the_image_it_fetched(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two batches of twelve long-named suites: each batch's list runs past 256 bytes, well within x86's 2048, so it is
+    # one boot a worker, the size read from the image a worker fetches (it has no build directory), never a guess of
+    # the smallest size. The controller ran the fragment before: the workers are given its case list, and so their
+    # first boot is a test boot.
+    suites = [f"a_suite_with_a_long_name_{number:02d}" for number in range(24)]
+    cases = [{"name": "kept"}, {"name": "out"}]
+    fake_kernel.write_spec({"suites": [{"name": suite, "cases": cases} for suite in suites]})
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "controller"))
+    alone = [option for option in fake_kernel.options("-k", "kept") if not option.startswith("--kunit-cache-dir")]
+    project.runpytest_subprocess(*alone).assert_outcomes(passed=24)
+    fake_kernel.qemu_log.unlink()
+    result = project.runpytest_subprocess(*remote_options(fake_kernel, tmp_path / "workers", "-k", "kept"))
+    result.assert_outcomes(passed=24)
+    assert [boot["params"].get("kunit.action") for boot in fake_kernel.boots()] == [None, None]  # one boot a worker
+    assert all(len(str(glob)) > 256 for glob in fake_kernel.filters())
+
+
 def test_a_host_fetches_only_the_images_it_boots(
     project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
