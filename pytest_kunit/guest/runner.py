@@ -167,7 +167,7 @@ class Runner:
         # Every other argument of the boot, with the most modules it can load; 2 for the quotes a glob may need.
         others = line_length(self._command_line(kernel, BootFilter("", modules=modules))) + 2
         globs = list_filters(kernel.cases, remaining, sys.maxsize)
-        if others + len(globs[0] or "") <= SMALLEST_COMMAND_LINE:
+        if others + len((globs[0] or "").encode()) <= SMALLEST_COMMAND_LINE:
             return globs
         self.obtain(kernel)  # a worker on another host reads the size from the image it fetches
         return list_filters(kernel.cases, remaining, command_line_size(kernel) - others)

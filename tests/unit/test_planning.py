@@ -272,6 +272,12 @@ def test_suites_too_many_for_one_command_line_are_dealt_into_boots_in_the_kernel
     assert set(ran) >= set(wanted) and len(ran) == len(all_cases)
 
 
+def test_the_room_is_counted_in_bytes() -> None:
+    # "é" takes two bytes of the command line: four such suites of 5 bytes each fit 11 bytes two by two.
+    all_cases = [(f"s{n}é", "a") for n in range(4)] + [("t", "b")]
+    assert list_filters(all_cases, all_cases[:4], 11) == ["s0é,s1é", "s2é,s3é"]
+
+
 def test_a_name_longer_than_the_room_boots_unfiltered() -> None:
     all_cases = [("s" * 40, "a"), ("s" * 40, "b"), ("t", "c")]
     assert list_filters(all_cases, all_cases[:1], 30) == [None]
