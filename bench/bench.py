@@ -101,14 +101,18 @@ def pytest_kunit_as_installed(python: Path, cache: Path, fragment: Path, arch: s
 AUTOLOAD = {name: value for name, value in os.environ.items() if name != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"}
 
 
+# The targets kunit.py names otherwise (tools/testing/kunit/qemu_configs/): the same machine under its name.
+KUNITPY_NAMES = {"riscv64": "riscv"}
+
+
 def kunit_py(tree: Path, build_dir: Path, fragment: Path, *extra: str, arch: str = "x86_64") -> list[str]:
-    # kunit.py names the architectures as pytest-kunit does; a cross build gets the same compiler prefix.
+    # A cross build gets the same compiler prefix as pytest-kunit's.
     cross = ARCHES[arch].make.cross_compile
     return [
         sys.executable,
         str(tree / "tools/testing/kunit/kunit.py"),
         "run",
-        f"--arch={arch}",
+        f"--arch={KUNITPY_NAMES.get(arch, arch)}",
         *([f"--cross_compile={cross}"] if cross else []),
         f"--build_dir={build_dir}",
         f"--kunitconfig={fragment}",
