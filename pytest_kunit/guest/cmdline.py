@@ -1,6 +1,7 @@
 """How long a boot's kernel command line may be: the kernel keeps COMMAND_LINE_SIZE bytes of it, its
 `boot_command_line` array, whose size the symbol table of vmlinux records, and on most architectures cuts the rest
-without a word (m68k and sh keep 256 bytes: a filter naming a dozen suites already runs past them)."""
+without a word (m68k and alpha keep 256 bytes, and sh4's r2d passes no more: a filter naming a dozen suites
+already runs past them)."""
 
 from __future__ import annotations
 

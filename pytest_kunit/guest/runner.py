@@ -162,7 +162,7 @@ class Runner:
 
     def _list_filters(self, kernel: Kernel, remaining: list[CaseId]) -> list[str | None]:
         """The globs of as many boots as the kernel's command line needs to name `remaining` (one, unless it is
-        short: m68k and sh keep 256 bytes)."""
+        short: m68k and alpha keep 256 bytes)."""
         modules = tuple(module.name for module in kernel.modules) if kernel.modules else None
         # Every other argument of the boot, with the most modules it can load; 2 for the quotes a glob may need.
         others = line_length(self._command_line(kernel, BootFilter("", modules=modules))) + 2
