@@ -3,18 +3,19 @@
 # `scripts/checkpatch.pl --strict` on every patch (no errors; each warning or check type left must be named in the
 # patch's notes below its `---`, which say why it stays), a build of every prefix of the series in four
 # configurations (x86_64: tinyconfig + the guest's needs + every test the series adds; UML and arm64: KUnit's fragment
-# as kunit.py builds it, and arm64's device tree unittest; x86_64 with KUnit and its tests as modules), a boot of
-# every x86_64 prefix in QEMU with every suite passing and of the last prefix on UML and arm64, and the whole series'
+# as kunit.py builds it, and arm64's device tree unittest; x86_64 with KUnit and its tests as modules) and of the whole
+# series for alpha (the base cannot build it before the series' last patch), a boot of every x86_64 prefix in QEMU
+# with every suite passing and of the last prefix on UML, arm64 and alpha, and the whole series'
 # suites on a debug kernel (testsuites/kunit-debug.kunitconfig: KASAN, UBSAN, lockdep, ...) run by pytest-kunit, with
 # no case failing and no sanitizer report.
 # Compiles kernels: run it under the shared build lock (flock /tmp/kbuild.lock scripts/check-series.sh).
 # Usage: scripts/check-series.sh [--no-debug] [--configs LIST] [--last] [WORKDIR]   (default: a temp dir;
 # --no-debug leaves out the debug kernel, for a run that has already checked the same tree with
-# testsuites/kunit-debug.kunitconfig; LIST is a comma-separated subset of x86_64,um,arm64,kunit-m, all four by default;
+# testsuites/kunit-debug.kunitconfig; LIST is a comma-separated subset of x86_64,um,arm64,kunit-m,alpha, all by default;
 # --last builds and boots only the whole series, every patch still checked by checkpatch)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-debug=yes configs=x86_64,um,arm64,kunit-m last_only=no
+debug=yes configs=x86_64,um,arm64,kunit-m,alpha last_only=no
 while [ $# -gt 0 ]; do
     case "$1" in
     --no-debug) debug=no; shift ;;
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 for config in ${configs//,/ }; do
-    case "$config" in x86_64|um|arm64|kunit-m) ;; *) echo "check-series: unknown configuration $config" >&2; exit 2 ;; esac
+    case "$config" in x86_64|um|arm64|kunit-m|alpha) ;; *) echo "check-series: unknown configuration $config" >&2; exit 2 ;; esac
 done
 patches=("$repo"/kernel-patches/[0-9]*.patch)
 # The cover letter and patches numbered 0000 to N once each, as format-patch writes them: a patch of an earlier
@@ -66,6 +67,8 @@ printf '%s\n' "$kunit_fragment" "$(cat "$repo"/testsuites/of.kunitconfig)" \
     'CONFIG_HYPERVISOR_GUEST=y' 'CONFIG_PVH=y' > "$work/x86_64.config"
 # (The PVH entry, how the runner boots a vmlinux, is compiled too, though the bzImage boots below do not use it.)
 printf '%s\n' "$kunit_fragment" > "$work/um.config"
+# alpha as pytest-kunit's record configures it: the fragment and the clipper machine's 16550 console, the rest defaults.
+printf '%s\n' "$kunit_fragment" 'CONFIG_SERIAL_8250=y' 'CONFIG_SERIAL_8250_CONSOLE=y' > "$work/alpha.config"
 printf '%s\n' "$kunit_fragment" "$(cat "$repo"/testsuites/of.kunitconfig)" 'CONFIG_PRINTK=y' 'CONFIG_TTY=y' \
     'CONFIG_SERIAL_AMBA_PL011=y' 'CONFIG_SERIAL_AMBA_PL011_CONSOLE=y' 'CONFIG_BUG=y' > "$work/arm64.config"
 # KUnit and its tests as modules (bool options stay y): what distributions ship.
@@ -77,10 +80,11 @@ make_args() {
     x86_64|kunit-m) echo "ARCH=x86_64" ;;
     um) echo "ARCH=um" ;;
     arm64) echo "ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-" ;;
+    alpha) echo "ARCH=alpha CROSS_COMPILE=alpha-linux-gnu-" ;;
     esac
 }
 targets() {
-    case "$1" in x86_64) echo bzImage ;; kunit-m) echo "bzImage modules" ;; um) echo linux ;; arm64) echo Image ;; esac
+    case "$1" in x86_64) echo bzImage ;; kunit-m) echo "bzImage modules" ;; um) echo linux ;; arm64) echo Image ;; alpha) echo boot ;; esac
 }
 configure() {
     local config=$1 build="$work/build-$1" log="$work/config-$1.log"
@@ -88,9 +92,9 @@ configure() {
     # UNWINDER_GUESS), and the fragment re-sets symbols tinyconfig set.
     : > "$log"
     # shellcheck disable=SC2046
-    if [ "$config" = um ]; then
-        # As kunit.py configures UML: the fragment alone, every other symbol at its default.
-        mkdir -p "$build" && cp "$work/um.config" "$build/.config"
+    if [ "$config" = um ] || [ "$config" = alpha ]; then
+        # As kunit.py configures UML (and pytest-kunit alpha): the fragment alone, every other symbol at its default.
+        mkdir -p "$build" && cp "$work/$config.config" "$build/.config"
     else
         make -s O="$build" $(make_args "$config") tinyconfig >/dev/null 2>>"$log"
         cat "$work/$config.config" >> "$build/.config"
@@ -111,6 +115,7 @@ boot() {
     x86_64) image="$build/arch/x86/boot/bzImage" ;;
     um) image="$build/linux" ;;
     arm64) image="$build/arch/arm64/boot/Image" ;;
+    alpha) image="$build/arch/alpha/boot/vmlinux" ;;
     esac
     [ -f "$image" ] || return 1
     if [ "$config" = x86_64 ]; then
@@ -123,6 +128,8 @@ boot() {
     um) timeout 900 "$image" mem=512M console=tty kunit_shutdown=halt ;;
     arm64) timeout 900 qemu-system-aarch64 -machine virt -cpu cortex-a57 -m 1024 -display none -no-reboot \
         -serial stdio -monitor none -kernel "$image" -append "console=ttyAMA0 panic=-1" ;;
+    alpha) timeout 900 qemu-system-alpha -m 1024 -display none -no-reboot -serial stdio -monitor none \
+        -kernel "$image" -append "console=ttyS0 panic=-1" ;;
     esac > "$console" 2>&1 </dev/null || true
     # Console lines may carry a printk time stamp and a CR; top-level KTAP lines start in the first column.
     local ktap planned results bad
@@ -164,6 +171,8 @@ for patch in "${patches[@]}"; do
     last=$name
     if [ $last_only = yes ] && [ "$patch" != "$final_patch" ]; then continue; fi
     for config in ${configs//,/ }; do
+        # alpha does not build before the last patch (its fix), so only the whole series is built for it.
+        if [ "$config" = alpha ] && [ "$patch" != "$final_patch" ]; then continue; fi
         configure "$config"
         start=$(date +%s)
         # shellcheck disable=SC2046
@@ -177,9 +186,9 @@ for patch in "${patches[@]}"; do
         if [ "$config" = x86_64 ]; then boot x86_64 "$name" || status=1; fi
     done
 done
-# The whole series on UML and arm64: their built-in suites all pass.
+# The whole series on UML, arm64 and alpha: their built-in suites all pass.
 for config in ${configs//,/ }; do
-    case "$config" in um|arm64) boot "$config" "$last" || status=1 ;; esac
+    case "$config" in um|arm64|alpha) boot "$config" "$last" || status=1 ;; esac
 done
 # The last prefix, the whole series, on a debug kernel: every case passes and no sanitizer, lockdep, debug-objects or
 # kmemleak report is printed (the runner fails the case a report was printed in, or the run if no case was running).
