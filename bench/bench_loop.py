@@ -35,6 +35,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bench import ONLY_OURS
 from pytest_kunit.kernel.tree import prepare
 from pytest_kunit.options import default_patch_dirs
 from pytest_kunit.versions import DEFAULT_TARBALL
@@ -42,7 +43,6 @@ from pytest_kunit.versions import DEFAULT_TARBALL
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = "lib/kunit/kunit-example-test.c"
 STATEMENT = "KUNIT_EXPECT_EQ(test, 1 + 1, 2);"  # followed by a kunit_info() of N: the same verdict, new code
-ONLY_OURS = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
 
 
 @dataclass

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -21,10 +20,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import kunit_py, pytest_command, timed
+from bench import AS_A_USER, kunit_py, pytest_command, timed
 
 # As a developer types it inside the tree: every installed plugin autoloaded.
-AUTOLOAD = dict(os.environ)
+AUTOLOAD = dict(AS_A_USER)
 
 
 def ours(cache: Path) -> list[str]:
