@@ -7,6 +7,17 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class CompilerCheck:
+    """A miscompilation known in a packaged compiler, asked of the compiler before it builds a kernel: `source`
+    compiled with -O2 -S must give assembly in which the regular expression `expect` is found; else the build is
+    refused, naming `fault`."""
+
+    source: str
+    expect: str
+    fault: str
+
+
+@dataclass(frozen=True)
 class MakeSettings:
     """What `make` needs to build a bootable image."""
 
@@ -24,6 +35,7 @@ class MakeSettings:
     # (linkonly.py): only where the image is vmlinux's own link (arm64's Image needs an objcopy after it, UML's
     # linux a link of its own).
     link_only: bool = False
+    compiler_check: CompilerCheck | None = None
 
     @property
     def compiler(self) -> str:

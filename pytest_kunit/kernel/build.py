@@ -24,6 +24,7 @@ from ..kbuild.records import kconfig_inputs
 from ..model import BuildResult
 from ..options import Wrapper
 from . import linkonly, moduleonly, modules
+from .compiler_check import check_compiler
 from .freshness import TreeLook, look_at_tree
 from .image import ImageCheck, ImageRecord, check_image, file_digest
 from .kconfig import Fragment, check_fragment, parse_fragment
@@ -89,6 +90,7 @@ def _check_tools(arch: Arch) -> None:
             if package
             else "install it, or name the prefix of one you have with --kunit-cross-compile.",
         )
+    check_compiler(arch)
 
 
 def _configure(request: BuildRequest, make: Make, fragment: Fragment) -> None:

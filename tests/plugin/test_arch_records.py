@@ -16,12 +16,14 @@ from pytest_kunit.arch import ARCHES, Arch
 from .conftest import FAKE, FakeKernel, no_traceback
 
 QEMU_ARCHES = sorted(name for name, arch in ARCHES.items() if arch.qemu is not None)
+SOUND_COMPILER = '#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = -o ] && printf "\\ttst\\tr1,r1\\n" > "$2"; shift; done\n'
 
 
 @pytest.fixture
 def tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every record's QEMU (the fake qemu under each qemu-system-* name) and cross compiler (a stub the fake make
-    never calls, but the build checks is there) on PATH."""
+    never calls, but the build checks is there, and asks sh4's about a probe: it writes a sound compiler's `tst`) on
+    PATH."""
     bin_dir = tmp_path / "arch-bin"
     bin_dir.mkdir()
     for arch in ARCHES.values():
@@ -29,7 +31,7 @@ def tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             (bin_dir / arch.qemu.binary).symlink_to(FAKE / "qemu")
         if arch.make.cross_compile:
             compiler = bin_dir / arch.make.compiler
-            compiler.write_text("#!/bin/sh\nexit 0\n")
+            compiler.write_text(SOUND_COMPILER)
             compiler.chmod(compiler.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     return bin_dir
@@ -243,4 +245,25 @@ def test_a_bad_record_file_names_the_field(
     result = project.runpytest(*fake_kernel.options("--kunit-arch-config=arches.toml", "--kunit-arch=x86_64-big"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*--kunit-arch-config: *arches.toml: *{said}*"])
+    no_traceback(result)
+
+
+def test_a_compiler_that_fails_its_records_check_builds_nothing(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tools: Path
+) -> None:
+    # Debian 12's sh4 compiler drops the test of `if (!flag)` (its kernels never print a line): refused at once,
+    # before any configuration or make, with what to do.
+    (tools / "sh4-linux-gnu-gcc").write_text(
+        '#!/bin/sh\nwhile [ "$1" != -o ]; do shift; done\necho "probe: bt .L9" > "$2"\n'
+    )
+    result = project.runpytest(*own_qemu(fake_kernel, "--kunit-arch=sh4"))
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*sh4-linux-gnu-gcc miscompiles sh4 kernels: it drops the test of `if (!flag)` before the branch*",
+            "*What to do: build sh4 with another toolchain: name its prefix with --kunit-cross-compile*",
+            "probe: bt .L9",
+        ]
+    )
+    assert not list(fake_kernel.cache.glob("build/*/.config"))
     no_traceback(result)

@@ -39,3 +39,13 @@ def test_one_architectures_case_by_its_node_id(kunit: Kunit) -> None:
     assert run.returncode == 0, run.report()
     assert f"{node} PASSED" in run.stdout, run.report()
     assert "guest boots: 1 " in run.stdout and "kernel builds: 0 " in run.stdout, run.report()
+
+
+def test_debian_12s_sh4_compiler_is_refused_before_it_builds(kunit: Kunit) -> None:
+    # Debian 12's gcc-sh4-linux-gnu (12.2.0) drops the test of `if (!flag)` before its branch, and the kernel it builds
+    # spins in its decompressor without a line: the run says so at once, not after minutes of build and a silent boot.
+    run = kunit.run("--kunit-arch=sh4", FRAMEWORK, "-k", "example_simple_test")
+    assert run.returncode != 0, run.report()
+    assert "sh4-linux-gnu-gcc miscompiles sh4 kernels: it drops the test of `if (!flag)`" in run.stdout, run.report()
+    assert "--kunit-cross-compile" in run.stdout, run.report()
+    assert "configuring kernel" not in run.stdout and "building kernel" not in run.stdout, run.report()
