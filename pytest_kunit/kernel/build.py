@@ -20,6 +20,7 @@ from ..host.cache import CacheWarning, write_atomically
 from ..host.cachelayout import BUILDS, CONFIGS, CacheLayout
 from ..host.locking import cache_lock
 from ..host.processes import group
+from ..kbuild.read_dirs import ReadScope, read_scope
 from ..kbuild.records import kconfig_inputs
 from ..model import BuildResult
 from ..options import Wrapper
@@ -30,12 +31,13 @@ from .image import ImageCheck, ImageRecord, check_image, file_digest
 from .kconfig import Fragment, check_fragment, parse_fragment
 from .makerun import Make, ProgressCallback, full_make
 from .tree import PreparedTree
-from .wrapper import ccache_counts, hit_note, wrap_compilers
+from .wrapper import TREE_LINK, ccache_counts, hit_note, wrap_compilers
 
 STAMP = ".pytest-kunit-stamp"
 LOG = "build.log"
 RECORD = ".pytest-kunit-built.json"  # what a finished build was built from: reuse.py finds kernels that serve others
 SOURCES = ".pytest-kunit-sources"  # when the last build started reading the tree (ns), and what had changed just before
+READ = ".pytest-kunit-read"  # what of the tree the last full make read (kbuild/read_dirs.py: ReadScope)
 BUILD_TOOLS = ("make", "gcc", "flex", "bison", "bc")
 
 
@@ -229,6 +231,7 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
                 sources if before.same_inputs else None,
                 snapshot,
                 {name for name, _ in request.placed},
+                _read_scope(build_dir) if before.same_inputs else None,
             )
         )
         up_to_date = before.built_by_this_run or (look is not None and look.unchanged)
@@ -294,6 +297,8 @@ def _make_image(
     _check_tools(request.arch)
     wrapping = wrap_compilers(request.wrapper, request.arch.make, build_dir, request.tree.path)
     (build_dir / STAMP).unlink(missing_ok=True)
+    # Written again only after a full make: a link-only or module-only build may read what no record names yet.
+    (build_dir / READ).unlink(missing_ok=True)
     log = build_dir / LOG
     log.write_text(f"# pytest-kunit build of {request.tree.path} into {build_dir}\n# compiler: {wrapping.describe}\n")
     env = os.environ | wrapping.env
@@ -326,6 +331,7 @@ def _make_image(
                 note = f"module-only: {count} module{'s' if count > 1 else ''} made, the image unchanged: no link"
                 return _checked(request, build_dir, image, log, previous), note
             full_make(make, progress, f"not module-only: {why}")
+            _record_read_scope(request, build_dir)
             return _checked(request, build_dir, image, log, previous), hit_note(before, ccache_counts(wrapping))
     route = (
         linkonly.plan(request.tree.path, build_dir, edits, recorded, snapshot)
@@ -336,10 +342,25 @@ def _make_image(
     note = ""
     if done.why:
         full_make(make, progress, f"not link-only: {done.why}" if image.exists() else "")
+        _record_read_scope(request, build_dir)
     else:
         note = _link_only_note(len(route.objects), done.linked, image.name)
     note = "; ".join(part for part in (note, hit_note(before, ccache_counts(wrapping))) if part)
     return _checked(request, build_dir, image, log, previous), note
+
+
+def _record_read_scope(request: BuildRequest, build_dir: Path) -> None:
+    """What of the tree this full make read, by its records: the next run looks at that alone."""
+    scope = read_scope(build_dir, request.tree.path, TREE_LINK)
+    if scope is not None:
+        write_atomically(build_dir / READ, scope.text())
+
+
+def _read_scope(build_dir: Path) -> ReadScope | None:
+    try:
+        return ReadScope.parse((build_dir / READ).read_text())
+    except OSError:
+        return None
 
 
 def _checked(

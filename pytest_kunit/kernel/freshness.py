@@ -1,4 +1,5 @@
-"""Whether a tree is as its last build found it: one walk of the tree against the start its build recorded."""
+"""Whether a tree is as its last build found it: one look at what that build read (the whole tree when its records
+cannot say) against the start it recorded."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..kbuild.read_dirs import ReadScope
 from .out_of_tree import OVERLAY, OVERLAY_LISTS
 from .tree import PreparedTree, changed_since
 
@@ -29,17 +31,19 @@ def look_at_tree(
     sources: Path | None,
     snapshot: Mapping[str, object],
     placed: Collection[str] = (),
+    scope: ReadScope | None = None,
 ) -> TreeLook:
     """One walk of the tree: whether it is as it was when the build recorded in `sources` (None: no build to compare
     with) started, and what a build starting now records. File times come from a coarse clock that may lag this one:
     a build vouches for what changed after a second before its start, as it is now (what the runner itself wrote
     just before: patches, out-of-tree suites), so only later changes rebuild. The link-only build's `snapshot`, taken
     just before, goes into the record too: the next build's plan compares with it. `placed`: the out-of-tree suites
-    placed for this build; what other kernels of the tree place is not this build's (other_kernels_suites)."""
+    placed for this build; what other kernels of the tree place is not this build's (other_kernels_suites). `scope`:
+    what the recorded build read (kbuild/read_dirs.py), all that is looked at; None: the whole tree."""
     since = time.time_ns() - LAG_NS
     before = recorded_start(tree, stamp, sources) if sources is not None else None
     # Whatever changed after the recorded build's start includes what changed in the last second: one walk sees both.
-    changed = changed_since(tree.path, since if before is None else min(since, before[0]))
+    changed = changed_since(tree.path, since if before is None else min(since, before[0]), scope)
     if changed is not None:
         changed = {path: mtime for path, mtime in changed.items() if not other_kernels_suites(tree.path, path, placed)}
     recent = {path: mtime for path, mtime in (changed or {}).items() if mtime > since}

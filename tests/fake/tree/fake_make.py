@@ -187,7 +187,12 @@ def compile_source(source: str, out: Path) -> None:
     subprocess.run(["gcc", "-c", "-o", str(obj), str(generated)], check=True)
     generated.unlink()
     name, path = obj.relative_to(out), TREE / source
-    record = f"savedcmd_{name} := gcc -c -o {name} {path}\n\nsource_{name} := {path}\n\ndeps_{name} := \\\n  {path}\n"
+    # fixdep's list: the source and each header it includes (from the tree's include/, the -I directory).
+    included = re.findall(r"^#include <(.+)>$", path.read_text(), re.MULTILINE)
+    deps = [str(path), *(str(TREE / "include" / header) for header in included if (TREE / "include" / header).exists())]
+    listed = " \\\n  ".join(deps)
+    command = f"gcc -I{TREE}/include -c -o {name} {path}"
+    record = f"savedcmd_{name} := {command}\n\nsource_{name} := {path}\n\ndeps_{name} := \\\n  {listed}\n"
     (obj.parent / f".{obj.name}.cmd").write_text(record)
 
 

@@ -1,0 +1,99 @@
+"""The tree's directories a build read, by Kbuild's records: what a later run must look at to know that nothing the
+build read has changed, instead of every entry of the tree (84,000 on 6.1, 0.3 s). A directory is read when Kbuild
+descended into it (the build directory mirrors it: its Makefile, and what that Makefile's rules name beside it), when
+a `.cmd` file names a file in it (a command's `-I` directory or input, a source, fixdep's list of what the compile
+read), when Kconfig read a file in it (include/config/auto.conf.cmd), and when it holds any of those: an entry added
+there can change what an include or a Makefile finds. Whatever lies in no read directory was never read: a change
+there cannot change the build until an edit in a read directory names it, and that edit is seen."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .records import kconfig_inputs
+
+# kheaders (CONFIG_IKHEADERS) archives every header directory of the tree, read or not, by its own walk.
+_READS_UNRECORDED = ("CONFIG_IKHEADERS=y",)
+# A path in a `.cmd` file that names the tree: through the build directory's link to it (ccache's), or in full.
+_MENTION = r"(?:^|(?<=[\s=,]))(?:-I)?({prefixes})([^\s,:=)\\]*)"
+
+
+@dataclass(frozen=True)
+class ReadScope:
+    """What a later run looks at: each directory in `listed` with every entry in it, each path in `alone` by itself
+    (relative to the tree, "" the tree itself)."""
+
+    listed: tuple[str, ...]
+    alone: tuple[str, ...]
+
+    def text(self) -> str:
+        return json.dumps({"listed": self.listed, "alone": self.alone})
+
+    @classmethod
+    def parse(cls, text: str) -> ReadScope | None:
+        try:
+            fields = json.loads(text)
+            listed, alone = fields["listed"], fields["alone"]
+        except (ValueError, KeyError, TypeError):
+            return None
+        if not all(isinstance(path, str) for path in (*listed, *alone)):
+            return None
+        return cls(tuple(listed), tuple(alone))
+
+
+def read_scope(build_dir: Path, tree: Path, tree_link: str) -> ReadScope | None:
+    """What of `tree` the build in `build_dir` read: listed, the directories Kbuild descended into and those holding
+    a file a `.cmd` file names (or named as an `-I` directory); alone, each Kconfig file read and every directory
+    above those (an entry added there changes its time), unless a listed directory holds it. None when its records
+    cannot say: no fixdep list in any `.cmd` file (a build that compiled nothing, or not Kbuild's), no Kconfig
+    record, or a configuration that reads the tree by other means. Reading a 6.1 x86_64 build's 1,100 records takes
+    about a second, once a full make."""
+    try:
+        config = (build_dir / ".config").read_text()
+        kconfig = kconfig_inputs(build_dir)
+    except OSError:
+        return None
+    if any(line in config.splitlines() for line in _READS_UNRECORDED):
+        return None
+    real = os.path.realpath(tree)
+    prefixes = sorted({f"{tree_link}/", f"{tree}/", f"{real}/"}, key=len, reverse=True)
+    mention = re.compile(_MENTION.format(prefixes="|".join(re.escape(prefix) for prefix in prefixes)).encode())
+    named: set[str] = set()
+    fixdep_lists = 0
+    for directory, _, files in os.walk(build_dir):
+        relative = os.path.relpath(directory, build_dir)
+        named.add("" if relative == "." else relative)
+        for name in files:
+            if not (name.startswith(".") and name.endswith(".cmd")):
+                continue
+            try:
+                with open(os.path.join(directory, name), "rb") as stream:
+                    text = stream.read()
+            except OSError:
+                return None
+            fixdep_lists += b"\ndeps_" in text
+            named.update(_relative(os.fsdecode(match[2])) for match in mention.finditer(text))
+    if not fixdep_lists:
+        return None
+    # A named file stands for its directory; a named directory (an -I one, a build subdirectory) for itself, if the
+    # tree has it (the build directory's own, include/generated, has its parent named).
+    listed = {path if os.path.isdir(os.path.join(tree, path)) else os.path.dirname(path) for path in named}
+    listed = {directory for directory in listed if os.path.isdir(os.path.join(tree, directory))}
+    alone = {path for path in kconfig if os.path.isfile(os.path.join(tree, path))}
+    for path in (*listed, *alone):
+        while path:
+            path = os.path.dirname(path)
+            alone.add(path)
+    # What a listed directory holds (an entry's time too) is seen with it.
+    alone = {path for path in alone if path not in listed and os.path.dirname(path) not in listed}
+    return ReadScope(tuple(sorted(listed)), tuple(sorted(alone)))
+
+
+def _relative(path: str) -> str:
+    """A path below the tree as the tree's own relative name ("" the tree): S/./lib/ is lib."""
+    normal = os.path.normpath(path)
+    return "" if normal == "." else normal
