@@ -59,6 +59,25 @@ def read_scope(build_dir: Path, tree: Path, tree_link: str) -> ReadScope | None:
         return None
     if any(line in config.splitlines() for line in _READS_UNRECORDED):
         return None
+    named = _named(build_dir, tree, tree_link)
+    if named is None or not named[1]:
+        return None
+    return _scope(named[0], set(kconfig), tree)
+
+
+def widened(scope: ReadScope, build_dir: Path, tree: Path, tree_link: str, since_ns: int) -> ReadScope | None:
+    """`scope` with what the records written after `since_ns` name: after a link-only or module-only build, which
+    compiled some objects alone (a compile may now include a header from a directory no record named) and read no
+    Makefile or Kconfig file anew (an edit to one gets the full make). None if the records cannot be read."""
+    named = _named(build_dir, tree, tree_link, since_ns)
+    if named is None:
+        return None
+    return _scope({*scope.listed, *named[0]}, set(scope.alone), tree)
+
+
+def _named(build_dir: Path, tree: Path, tree_link: str, since_ns: int | None = None) -> tuple[set[str], int] | None:
+    """Each path of the tree the build directory's subdirectories and `.cmd` files (those written after `since_ns`,
+    if given) name, and how many of those files hold fixdep's list; None if one cannot be read."""
     real = os.path.realpath(tree)
     prefixes = sorted({f"{tree_link}/", f"{tree}/", f"{real}/"}, key=len, reverse=True)
     mention = re.compile(_MENTION.format(prefixes="|".join(re.escape(prefix) for prefix in prefixes)).encode())
@@ -70,25 +89,31 @@ def read_scope(build_dir: Path, tree: Path, tree_link: str) -> ReadScope | None:
         for name in files:
             if not (name.startswith(".") and name.endswith(".cmd")):
                 continue
+            path = os.path.join(directory, name)
             try:
-                with open(os.path.join(directory, name), "rb") as stream:
+                if since_ns is not None and os.stat(path).st_mtime_ns < since_ns:
+                    continue
+                with open(path, "rb") as stream:
                     text = stream.read()
             except OSError:
                 return None
             fixdep_lists += b"\ndeps_" in text
             named.update(_relative(os.fsdecode(match[2])) for match in mention.finditer(text))
-    if not fixdep_lists:
-        return None
-    # A named file stands for its directory; a named directory (an -I one, a build subdirectory) for itself, if the
-    # tree has it (the build directory's own, include/generated, has its parent named).
+    return named, fixdep_lists
+
+
+def _scope(named: set[str], files: set[str], tree: Path) -> ReadScope:
+    """Listed: the directories of `named` (a file stands for its directory; a directory, an -I one or a build
+    subdirectory, for itself, if the tree has it: the build directory's own include/generated has its parent named).
+    Alone: each of `files` and every directory above anything read, unless a listed directory holds it (an entry's
+    time too is seen with it)."""
     listed = {path if os.path.isdir(os.path.join(tree, path)) else os.path.dirname(path) for path in named}
     listed = {directory for directory in listed if os.path.isdir(os.path.join(tree, directory))}
-    alone = {path for path in kconfig if os.path.isfile(os.path.join(tree, path))}
+    alone = {path for path in files if os.path.exists(os.path.join(tree, path))}
     for path in (*listed, *alone):
         while path:
             path = os.path.dirname(path)
             alone.add(path)
-    # What a listed directory holds (an entry's time too) is seen with it.
     alone = {path for path in alone if path not in listed and os.path.dirname(path) not in listed}
     return ReadScope(tuple(sorted(listed)), tuple(sorted(alone)))
 

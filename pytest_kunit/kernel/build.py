@@ -20,13 +20,13 @@ from ..host.cache import CacheWarning, write_atomically
 from ..host.cachelayout import BUILDS, CONFIGS, CacheLayout
 from ..host.locking import cache_lock
 from ..host.processes import group
-from ..kbuild.read_dirs import ReadScope, read_scope
+from ..kbuild.read_dirs import ReadScope, read_scope, widened
 from ..kbuild.records import kconfig_inputs
 from ..model import BuildResult
 from ..options import Wrapper
 from . import linkonly, moduleonly, modules
 from .compiler_check import check_compiler
-from .freshness import TreeLook, look_at_tree
+from .freshness import LAG_NS, TreeLook, look_at_tree
 from .image import ImageCheck, ImageRecord, check_image, file_digest
 from .kconfig import Fragment, check_fragment, parse_fragment
 from .makerun import Make, ProgressCallback, full_make
@@ -297,8 +297,10 @@ def _make_image(
     _check_tools(request.arch)
     wrapping = wrap_compilers(request.wrapper, request.arch.make, build_dir, request.tree.path)
     (build_dir / STAMP).unlink(missing_ok=True)
-    # Written again only after a full make: a link-only or module-only build may read what no record names yet.
+    # Written again once this build has ended, from its records: until then nothing vouches for it.
+    scope = _read_scope(build_dir)
     (build_dir / READ).unlink(missing_ok=True)
+    started = time.time_ns() - LAG_NS
     log = build_dir / LOG
     log.write_text(f"# pytest-kunit build of {request.tree.path} into {build_dir}\n# compiler: {wrapping.describe}\n")
     env = os.environ | wrapping.env
@@ -329,6 +331,7 @@ def _make_image(
             if not why:
                 count = len(modules_only.modules)
                 note = f"module-only: {count} module{'s' if count > 1 else ''} made, the image unchanged: no link"
+                _widen_read_scope(request, build_dir, scope, started)
                 return _checked(request, build_dir, image, log, previous), note
             full_make(make, progress, f"not module-only: {why}")
             _record_read_scope(request, build_dir)
@@ -345,6 +348,7 @@ def _make_image(
         _record_read_scope(request, build_dir)
     else:
         note = _link_only_note(len(route.objects), done.linked, image.name)
+        _widen_read_scope(request, build_dir, scope, started)
     note = "; ".join(part for part in (note, hit_note(before, ccache_counts(wrapping))) if part)
     return _checked(request, build_dir, image, log, previous), note
 
@@ -354,6 +358,14 @@ def _record_read_scope(request: BuildRequest, build_dir: Path) -> None:
     scope = read_scope(build_dir, request.tree.path, TREE_LINK)
     if scope is not None:
         write_atomically(build_dir / READ, scope.text())
+
+
+def _widen_read_scope(request: BuildRequest, build_dir: Path, scope: ReadScope | None, started: int) -> None:
+    """After a link-only or module-only build: the last full make's scope, and what this build's compiles read (a
+    header from a directory no record named before). No scope before, none after: the next look is the whole tree."""
+    wider = widened(scope, build_dir, request.tree.path, TREE_LINK, started) if scope is not None else None
+    if wider is not None:
+        write_atomically(build_dir / READ, wider.text())
 
 
 def _read_scope(build_dir: Path) -> ReadScope | None:

@@ -60,14 +60,26 @@ def test_an_edit_to_what_the_build_read_makes_again(project: pytest.Pytester, bu
     assert walks(built) == 2
 
 
-def test_after_a_build_that_was_not_a_full_make_the_whole_tree_is_looked_at(
-    project: pytest.Pytester, built: FakeKernel
+def test_a_link_only_build_widens_the_look_by_what_its_compile_read(
+    project: pytest.Pytester, fake_kernel: FakeKernel
 ) -> None:
-    # A link-only build compiles what it was asked without Kbuild's records of everything: until the next full make
-    # nothing vouches for a narrower look, and an edit anywhere makes again.
-    append(built, "lib/kunit/kunit-example-test.c")
-    run(project, built).assert_outcomes(passed=1)
-    assert walks(built) == 1 and not list(built.cache.glob(f"build/*/{SCOPE}"))
-    append(built, "scripts/kconfig/README")
-    run(project, built).assert_outcomes(passed=1)
-    assert walks(built) == 2
+    # A header in a directory nothing read at the full make; then an edit of the test's C source alone includes it,
+    # built link-only (no Kbuild walk, no Makefile read): its compile's record names the header, and the next look
+    # sees an edit of it. Anywhere else nothing read still makes nothing.
+    (fake_kernel.tree / "include/fresh").mkdir()
+    (fake_kernel.tree / "include/fresh/fresh.h").write_text("#define FRESH 1\n")
+    spec = fake_kernel.spec()
+    spec["objects"] = True
+    fake_kernel.write_spec(spec)
+    run(project, fake_kernel).assert_outcomes(passed=1)
+    source = fake_kernel.tree / "lib/kunit/kunit-example-test.c"
+    source.write_text("#include <fresh/fresh.h>\n" + source.read_text())
+    result = run(project, fake_kernel)
+    result.assert_outcomes(passed=1)
+    assert walks(fake_kernel) == 1, result.stdout.str()  # link-only
+    append(fake_kernel, "scripts/kconfig/README")
+    run(project, fake_kernel).assert_outcomes(passed=1)
+    assert walks(fake_kernel) == 1
+    append(fake_kernel, "include/fresh/fresh.h")
+    run(project, fake_kernel).assert_outcomes(passed=1)
+    assert walks(fake_kernel) == 2
