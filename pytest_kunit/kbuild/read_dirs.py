@@ -62,7 +62,7 @@ def read_scope(build_dir: Path, tree: Path, tree_link: str) -> ReadScope | None:
     named = _named(build_dir, tree, tree_link)
     if named is None or not named[1]:
         return None
-    return _scope(named[0], set(kconfig), tree)
+    return _scope(named[0] | _tools_directories(build_dir, tree), set(kconfig), tree)
 
 
 def widened(scope: ReadScope, build_dir: Path, tree: Path, tree_link: str, since_ns: int) -> ReadScope | None:
@@ -100,6 +100,16 @@ def _named(build_dir: Path, tree: Path, tree_link: str, since_ns: int | None = N
             fixdep_lists += b"\ndeps_" in text
             named.update(_relative(os.fsdecode(match[2])) for match in mention.finditer(text))
     return named, fixdep_lists
+
+
+def _tools_directories(build_dir: Path, tree: Path) -> set[str]:
+    """Every directory of the tree's tools/, when the build made a host tool there (x86's objtool): a tools/ make
+    runs in the tool's own source directory (tools/objtool, then tools/lib/subcmd for its library) and its records
+    name what it read relative to that, which they do not say. tools/ is self-contained (tools/include holds its
+    copies of kernel headers); anything it reads elsewhere its records name in full."""
+    if not (build_dir / "tools").is_dir():
+        return set()
+    return {os.path.relpath(directory, tree) for directory, _, _ in os.walk(tree / "tools")}
 
 
 def _scope(named: set[str], files: set[str], tree: Path) -> ReadScope:

@@ -60,9 +60,18 @@ def build(tmp_path: Path, tree: Path) -> Path:
 def test_a_scope_lists_what_kbuild_descended_into_and_what_the_compiles_named(tree: Path, build: Path) -> None:
     scope = read_scope(build, tree, "S")
     assert scope is not None
-    # Build subdirectories the tree has (tools/objtool is the build's alone), the -I directories, and the directories
-    # of the files the records name.
-    assert scope.listed == ("", "include", "include/linux", "lib", "lib/kunit", "tools", "tools/include")
+    # Build subdirectories the tree has, the -I directories, the directories of the files the records name, and all
+    # of tools/, as a host tool was made there (its records name what it read relative to a directory they omit).
+    assert scope.listed == (
+        "",
+        "include",
+        "include/linux",
+        "lib",
+        "lib/kunit",
+        "tools",
+        "tools/include",
+        "tools/include/linux",
+    )
     # Alone: each Kconfig file read and each directory above what was read, unless a listed directory holds it.
     assert scope.alone == ("arch/arm", "arch/arm/Kconfig")
 
