@@ -198,19 +198,19 @@ def list_filters(all_cases: Sequence[CaseId], wanted: Sequence[CaseId], room: in
         else:
             entries.extend(glob for glob in exact if glob is not None)
     for names in (entries, touched):
-        if _size(names) <= room:
+        if filter_bytes(names) <= room:
             return [",".join(names)]
     boots: list[list[str]] = [[]]
     for glob in touched:
-        if _size([glob]) > room:
+        if filter_bytes([glob]) > room:
             return [None]  # a name that alone does not fit: the one boot that needs no filter
-        if boots[-1] and _size([*boots[-1], glob]) > room:
+        if boots[-1] and filter_bytes([*boots[-1], glob]) > room:
             boots.append([])
         boots[-1].append(glob)
     return [",".join(names) for names in boots]
 
 
-def _size(globs: Sequence[str]) -> int:
+def filter_bytes(globs: Sequence[str]) -> int:
     """The bytes a list of globs takes on the command line (names may hold UTF-8)."""
     return len(",".join(globs).encode())
 

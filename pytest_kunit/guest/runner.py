@@ -34,7 +34,15 @@ from .boot import (
 )
 from .boot_failure import boot_failure
 from .cmdline import SMALLEST_COMMAND_LINE, check_fits, command_line_size, line_length
-from .planning import BootFilter, PlannedCase, executed_cases, list_filters, single_case_filters, single_glob_filters
+from .planning import (
+    BootFilter,
+    PlannedCase,
+    executed_cases,
+    filter_bytes,
+    list_filters,
+    single_case_filters,
+    single_glob_filters,
+)
 from .recovery import Action, Cause, Decision, Stop, outside_kill_error
 
 
@@ -167,7 +175,7 @@ class Runner:
         # Every other argument of the boot, with the most modules it can load; 2 for the quotes a glob may need.
         others = line_length(self._command_line(kernel, BootFilter("", modules=modules))) + 2
         globs = list_filters(kernel.cases, remaining, sys.maxsize)
-        if others + len((globs[0] or "").encode()) <= SMALLEST_COMMAND_LINE:
+        if others + filter_bytes([globs[0] or ""]) <= SMALLEST_COMMAND_LINE:
             return globs
         self.obtain(kernel)  # a worker on another host reads the size from the image it fetches
         return list_filters(kernel.cases, remaining, command_line_size(kernel) - others)

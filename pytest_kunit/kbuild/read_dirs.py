@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .records import kconfig_inputs
+from .records import cmd_files, kconfig_inputs
 
 # kheaders (CONFIG_IKHEADERS) archives every header directory of the tree, read or not, by its own walk.
 _READS_UNRECORDED = ("CONFIG_IKHEADERS=y",)
@@ -81,24 +81,14 @@ def _named(build_dir: Path, tree: Path, tree_link: str, since_ns: int | None = N
     real = os.path.realpath(tree)
     prefixes = sorted({f"{tree_link}/", f"{tree}/", f"{real}/"}, key=len, reverse=True)
     mention = re.compile(_MENTION.format(prefixes="|".join(re.escape(prefix) for prefix in prefixes)).encode())
-    named: set[str] = set()
+    # Each directory Kbuild descended into has one of its own in the build directory.
+    named = {_relative(os.path.relpath(directory, build_dir)) for directory, _, _ in os.walk(build_dir)}
     fixdep_lists = 0
-    for directory, _, files in os.walk(build_dir):
-        relative = os.path.relpath(directory, build_dir)
-        named.add("" if relative == "." else relative)
-        for name in files:
-            if not (name.startswith(".") and name.endswith(".cmd")):
-                continue
-            path = os.path.join(directory, name)
-            try:
-                if since_ns is not None and os.stat(path).st_mtime_ns < since_ns:
-                    continue
-                with open(path, "rb") as stream:
-                    text = stream.read()
-            except OSError:
-                return None
-            fixdep_lists += b"\ndeps_" in text
-            named.update(_relative(os.fsdecode(match[2])) for match in mention.finditer(text))
+    for _, text in cmd_files(build_dir, since_ns):
+        if text is None:
+            return None
+        fixdep_lists += b"\ndeps_" in text
+        named.update(_relative(os.fsdecode(match[2])) for match in mention.finditer(text))
     return named, fixdep_lists
 
 

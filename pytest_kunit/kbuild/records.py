@@ -94,6 +94,25 @@ def recorded_objects(build_dir: Path) -> Iterator[Path]:
         yield command_file.parent.relative_to(build_dir) / command_file.name[1 : -len(".cmd")]
 
 
+def cmd_files(build_dir: Path, since_ns: int | None = None) -> Iterator[tuple[str, bytes | None]]:
+    """Each `.cmd` file of the build (its path) with its bytes, None where it cannot be read; with `since_ns`, only
+    those written after it. The build directory's own subdirectories are walked, not the tree it links to."""
+    for directory, _, files in os.walk(build_dir):
+        for name in files:
+            if not (name.startswith(".") and name.endswith(".cmd")):
+                continue
+            path = os.path.join(directory, name)
+            text: bytes | None
+            try:
+                if since_ns is not None and os.stat(path).st_mtime_ns < since_ns:
+                    continue
+                with open(path, "rb") as stream:
+                    text = stream.read()
+            except OSError:
+                text = None
+            yield path, text
+
+
 def readers_of(build_dir: Path, sources: Iterable[str]) -> dict[str, set[str]]:
     """For each source (absolute path), the `.cmd` files (relative to the build directory) naming it in their command
     or dependency list: what Kbuild would make again when it changes (a .c file may #include another). Every `.cmd`
@@ -102,24 +121,17 @@ def readers_of(build_dir: Path, sources: Iterable[str]) -> dict[str, set[str]]:
     for source in sources:
         by_name.setdefault(os.fsencode(os.path.basename(source)), []).append(os.path.realpath(source))
     found: dict[str, set[str]] = {}
-    for directory, _, files in os.walk(build_dir):
-        for name in files:
-            if not (name.startswith(".") and name.endswith(".cmd")):
+    for path, text in cmd_files(build_dir):
+        if text is None:
+            continue
+        for base, wanted in by_name.items():
+            if base not in text:
                 continue
-            path = os.path.join(directory, name)
-            try:
-                with open(path, "rb") as stream:
-                    text = stream.read()
-            except OSError:
-                continue
-            for base, wanted in by_name.items():
-                if base not in text:
-                    continue
-                for token in text.replace(b"\\", b" ").replace(b":=", b" ").split():
-                    if token == base or token.endswith(b"/" + base):
-                        named = os.path.realpath(os.path.join(build_dir, os.fsdecode(token)))
-                        if named in wanted:
-                            found.setdefault(named, set()).add(os.path.relpath(path, build_dir))
+            for token in text.replace(b"\\", b" ").replace(b":=", b" ").split():
+                if token == base or token.endswith(b"/" + base):
+                    named = os.path.realpath(os.path.join(build_dir, os.fsdecode(token)))
+                    if named in wanted:
+                        found.setdefault(named, set()).add(os.path.relpath(path, build_dir))
     # Report under the names the caller gave.
     return {source: found.get(os.path.realpath(source), set()) for source in sources}
 

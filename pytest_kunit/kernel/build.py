@@ -231,7 +231,7 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
                 sources if before.same_inputs else None,
                 snapshot,
                 {name for name, _ in request.placed},
-                _read_scope(build_dir) if before.same_inputs else None,
+                _stored_scope(build_dir) if before.same_inputs else None,
             )
         )
         up_to_date = before.built_by_this_run or (look is not None and look.unchanged)
@@ -298,7 +298,7 @@ def _make_image(
     wrapping = wrap_compilers(request.wrapper, request.arch.make, build_dir, request.tree.path)
     (build_dir / STAMP).unlink(missing_ok=True)
     # Written again once this build has ended, from its records: until then nothing vouches for it.
-    scope = _read_scope(build_dir)
+    scope = _stored_scope(build_dir)
     (build_dir / READ).unlink(missing_ok=True)
     started = time.time_ns() - LAG_NS
     log = build_dir / LOG
@@ -331,10 +331,10 @@ def _make_image(
             if not why:
                 count = len(modules_only.modules)
                 note = f"module-only: {count} module{'s' if count > 1 else ''} made, the image unchanged: no link"
-                _widen_read_scope(request, build_dir, scope, started)
+                _store_widened_scope(request, build_dir, scope, started)
                 return _checked(request, build_dir, image, log, previous), note
             full_make(make, progress, f"not module-only: {why}")
-            _record_read_scope(request, build_dir)
+            _store_scope(request, build_dir)
             return _checked(request, build_dir, image, log, previous), hit_note(before, ccache_counts(wrapping))
     route = (
         linkonly.plan(request.tree.path, build_dir, edits, recorded, snapshot)
@@ -345,22 +345,22 @@ def _make_image(
     note = ""
     if done.why:
         full_make(make, progress, f"not link-only: {done.why}" if image.exists() else "")
-        _record_read_scope(request, build_dir)
+        _store_scope(request, build_dir)
     else:
         note = _link_only_note(len(route.objects), done.linked, image.name)
-        _widen_read_scope(request, build_dir, scope, started)
+        _store_widened_scope(request, build_dir, scope, started)
     note = "; ".join(part for part in (note, hit_note(before, ccache_counts(wrapping))) if part)
     return _checked(request, build_dir, image, log, previous), note
 
 
-def _record_read_scope(request: BuildRequest, build_dir: Path) -> None:
+def _store_scope(request: BuildRequest, build_dir: Path) -> None:
     """What of the tree this full make read, by its records: the next run looks at that alone."""
     scope = read_scope(build_dir, request.tree.path, TREE_LINK)
     if scope is not None:
         write_atomically(build_dir / READ, scope.text())
 
 
-def _widen_read_scope(request: BuildRequest, build_dir: Path, scope: ReadScope | None, started: int) -> None:
+def _store_widened_scope(request: BuildRequest, build_dir: Path, scope: ReadScope | None, started: int) -> None:
     """After a link-only or module-only build: the last full make's scope, and what this build's compiles read (a
     header from a directory no record named before). No scope before, none after: the next look is the whole tree."""
     wider = widened(scope, build_dir, request.tree.path, TREE_LINK, started) if scope is not None else None
@@ -368,7 +368,7 @@ def _widen_read_scope(request: BuildRequest, build_dir: Path, scope: ReadScope |
         write_atomically(build_dir / READ, wider.text())
 
 
-def _read_scope(build_dir: Path) -> ReadScope | None:
+def _stored_scope(build_dir: Path) -> ReadScope | None:
     try:
         return ReadScope.parse((build_dir / READ).read_text())
     except OSError:
