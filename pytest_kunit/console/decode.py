@@ -67,9 +67,6 @@ def decode_stacktrace(lines: tuple[str, ...], build_dir: Path, tree: Path, cross
     tell (where it has debug info); unchanged where it cannot. `cross_compile` prefixes nm and addr2line."""
     vmlinux = build_dir / "vmlinux"
     lines = symbolize(lines, vmlinux, f"{cross_compile}nm")
-    # By its real path, as make compiled it and its debug info names it: the script strips only the path it is given,
-    # and a cache reached through a symlink (~/.cache on another disk) would leave every file name absolute.
-    tree = tree.resolve()
     script = tree / "scripts" / "decode_stacktrace.sh"
     if not lines or not vmlinux.is_file() or not script.is_file():
         return lines

@@ -45,7 +45,7 @@ def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) ->
         config.addinivalue_line("markers", marker)
     arches = _runnable(config, settings, arches)
     try:
-        trusted_cache_dir(settings.cache_dir)
+        settings = replace(settings, cache_dir=trusted_cache_dir(settings.cache_dir))
     except KunitError as error:
         raise pytest.UsageError(error.render()) from None
     first = next(iter(arches.values()))

@@ -36,8 +36,6 @@ def gcovr_command() -> list[str]:
 def save_boot(console: Sequence[str], boot_args: Sequence[str], build_dir: Path, tree: Path, destination: Path) -> None:
     """Keep one boot's counters under `destination` (with what the report needs to read them), or note their
     absence (the guest died before /init: its cases' coverage is missing from the report)."""
-    # By their real paths, as make compiled them and the counters name them (a cache reached through a symlink).
-    build_dir, tree = build_dir.resolve(), tree.resolve()
     destination.mkdir(parents=True, exist_ok=True)
     files, refused = 0, []
     try:

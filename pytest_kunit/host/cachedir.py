@@ -16,7 +16,9 @@ class UntrustedCache(KunitError):
 
 def trusted_cache_dir(path: Path) -> Path:
     """`path`, made (mode 0700) if missing, once checked to be a directory owned by this user that neither its group
-    nor others can write: a shared or planted cache could make this run build, boot or overwrite what it names."""
+    nor others can write: a shared or planted cache could make this run build, boot or overwrite what it names.
+    Returned by its real path, the directory checked: make compiles the trees under it by their real paths, and what
+    reads its build's output (crash decoding, coverage) must name them so (a ~/.cache linked to another disk)."""
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     status = path.stat()  # through a link: what counts is the directory written into
     if not stat.S_ISDIR(status.st_mode):
@@ -34,4 +36,4 @@ def trusted_cache_dir(path: Path) -> Path:
             f"(mode {stat.filemode(status.st_mode)}): another user could plant files or links in it.",
             f"chmod go-w {path} (if only you ever wrote to it), or point --kunit-cache-dir at a new directory.",
         )
-    return path
+    return path.resolve()

@@ -333,7 +333,9 @@ def prepare(
                 "point --kunit-kernel-src at the top of a kernel tree.",
             )
         if not patches and not writable:
-            return PreparedTree(source, _tree_key_digest("dir", str(source)), False, detect_features(source))
+            # Built in place: by its real path, as make compiles it (a tree reached through a link).
+            real = source.resolve()
+            return PreparedTree(real, _tree_key_digest("dir", str(source)), False, detect_features(real))
         key = _tree_key_digest("dir-copy", str(source), *series)
         destination = layout.source_tree(key)
         with cache_lock(cache_dir, layout.lock_name(SOURCES, key), f"copying {source} and applying its patches", note):

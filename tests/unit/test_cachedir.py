@@ -37,6 +37,15 @@ def test_a_cache_of_another_user_is_refused(tmp_path: Path, monkeypatch: pytest.
         trusted_cache_dir(tmp_path)
 
 
+def test_a_linked_cache_is_named_by_its_real_path(tmp_path: Path) -> None:
+    """make compiles the trees under the cache by their real paths, and decode_stacktrace.sh and gcovr strip only
+    the path they are given: a cache reached through a link (~/.cache on another disk) is handed on by its real path,
+    so that crash frames read `lib/x.c:1` and coverage finds lib/kunit, not the tree's absolute name."""
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    (tmp_path / "cache").symlink_to(tmp_path / "elsewhere")
+    assert trusted_cache_dir(tmp_path / "cache") == tmp_path / "elsewhere"
+
+
 def test_a_link_to_someone_elses_directory_is_judged_by_that_directory(tmp_path: Path) -> None:
     shared = tmp_path / "shared"
     shared.mkdir()

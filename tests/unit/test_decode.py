@@ -111,17 +111,3 @@ def test_file_names_recorded_relative_to_the_build_directory_read_as_the_trees(t
     (tree / "scripts" / "decode_stacktrace.sh").write_text(f'while read -r line; do echo "$line {frames}"; done\n')
     decoded = decode_stacktrace(("Call Trace:",), build, tree, cross_compile=f"{tmp_path}/none-")
     assert decoded == ("Call Trace: (lib/kunit/test.c:402)|(lib/bug.c:195 lib/bug.c:219)|(lib/x.c:1)|(./no-line)",)
-
-
-def test_a_tree_reached_through_a_symlink_is_given_to_the_script_by_its_real_path(tmp_path: Path) -> None:
-    """make compiles the tree by its real path, and decode_stacktrace.sh strips only the path it is given: a cache
-    reached through a symlink must still read `lib/x.c:1`, not the tree's absolute name."""
-    real, build = tmp_path / "real-tree", tmp_path / "build"
-    (real / "scripts").mkdir(parents=True)
-    build.mkdir()
-    (build / "vmlinux").write_bytes(b"")
-    (real / "scripts" / "decode_stacktrace.sh").write_text('while read -r line; do echo "$line base=$2"; done\n')
-    link = tmp_path / "link"
-    link.symlink_to(real)
-    decoded = decode_stacktrace(("Call Trace:",), build, link, cross_compile=f"{tmp_path}/none-")
-    assert decoded == (f"Call Trace: base={real}",)

@@ -253,6 +253,17 @@ def test_changed_since_names_each_newer_entry_outside_git_and_pytest_caches(
 
 
 @needs_git
+def test_a_tree_built_in_place_is_named_by_its_real_path(tmp_path: Path) -> None:
+    """A user's tree reached through a link: make compiles it by its real path, so the build and what reads its
+    output (crash decoding, coverage) get that path."""
+    real = tmp_path / "real-linux"
+    real.mkdir()
+    (real / "Makefile").write_text("all:\n")
+    (real / "Kconfig").write_text("config KUNIT\n")
+    (tmp_path / "linux").symlink_to(real)
+    assert tree_module.prepare(tmp_path / "linux", (), tmp_path / "cache").path == real
+
+
 def test_a_patched_copy_never_shows_a_file_unpatched_or_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
