@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ..findings.initramfs import modules_arg
 from ..model import Attributes, CaseId, kernel_key
 from ..options import Isolate
+from .prefix_groups import covering_globs, literal, prefix_groups
 
 # A suite never timed before is assumed to take this long per case (TCG runs a typical case in tens of ms).
 ESTIMATED_CASE_SECONDS = 0.05
@@ -59,7 +60,8 @@ def plan_batches(
 
     Suites are never split unless isolate=case; with isolate=none each kernel's suites are dealt into at most
     `workers` batches of about equal run time: a suite's measured seconds (`durations[kernel][suite]`, from earlier
-    runs), else an estimate from its number of cases.
+    runs), else an estimate from its number of cases. They are dealt in groups that share a name prefix, so that on a
+    tree whose filter takes one glob a batch still boots a few times, not once per suite.
     """
     by_kernel: dict[str, dict[str, list[str]]] = {}
     plan: dict[str, str] = {}
@@ -74,12 +76,16 @@ def plan_batches(
         measured = (durations or {}).get(kernel, {})
         weights = {suite: measured.get(suite, len(ids) * ESTIMATED_CASE_SECONDS) for suite, ids in suites.items()}
         bins = max(1, min(workers, len(suites)))
+        # Whole groups of suites that share a name prefix, each at most half a batch's share unless one suite: a
+        # batch of them is named by a few globs on a tree whose filter takes one (prefix_groups.py).
+        groups = prefix_groups(weights, sum(weights.values()) / (2 * bins), bins)
         loads = [0.0] * bins
-        for suite in sorted(suites, key=lambda name: -weights[name]):  # stable: ties keep collection order
+        for group in sorted(groups, key=lambda names: -sum(weights[name] for name in names)):  # ties: stable
             lightest = loads.index(min(loads))
-            loads[lightest] += weights[suite]
-            for nodeid in suites[suite]:
-                plan[nodeid] = f"{kernel}::batch{lightest}"
+            loads[lightest] += sum(weights[name] for name in group)
+            for suite in group:
+                for nodeid in suites[suite]:
+                    plan[nodeid] = f"{kernel}::batch{lightest}"
     return plan
 
 
@@ -95,19 +101,13 @@ def is_slow(attributes: Attributes) -> bool:
 # parser ends a quoted value at a `"` (a name holding one cannot be named at all). Such a case runs in a boot of its
 # whole suite, or, if the suite cannot be named either, in an unfiltered boot; only the wanted cases are reported.
 _UNSAYABLE = '"'
-# glob_match()'s special characters, each matched literally as a one-character class (the kernel's and fnmatch's).
-_GLOB_SPECIAL = str.maketrans({"*": "[*]", "?": "[?]", "[": "[[]"})
-
-
-def _literal(name: str) -> str:
-    return name.translate(_GLOB_SPECIAL)
 
 
 def suite_glob(suite: str, in_list: bool) -> str | None:
     """The glob naming exactly `suite`, or None if kunit.filter_glob cannot name it."""
     if not suite or _UNSAYABLE in suite or "." in suite or (in_list and "," in suite):
         return None
-    return _literal(suite)
+    return literal(suite)
 
 
 def case_glob(case: CaseId, in_list: bool) -> str | None:
@@ -115,7 +115,7 @@ def case_glob(case: CaseId, in_list: bool) -> str | None:
     suite = suite_glob(case[0], in_list)
     if suite is None or not case[1] or _UNSAYABLE in case[1] or (in_list and "," in case[1]):
         return None
-    return f"{suite}.{_literal(case[1])}"
+    return f"{suite}.{literal(case[1])}"
 
 
 def _quoted(value: str) -> str:
@@ -233,9 +233,9 @@ def single_glob_filters(
     attributes: Mapping[CaseId, Attributes] | None = None,
 ) -> list[BootFilter]:
     """For trees whose filter_glob takes one glob: one boot when everything is wanted (or, on a kernel with
-    attributes, everything that is not slow), else one boot per suite: exact when one case is wanted (and the filter
-    can name it), or when the wanted cases are the suite's cases that are not slow; one unfiltered boot when a
-    suite cannot be named."""
+    attributes, everything that is not slow); else a boot for each suite of which one case is wanted (when the filter
+    can name it) or the cases that are not slow, and the other suites run whole, in as few boots as the prefixes of
+    their names allow (a batch dealt by plan_batches: a few); one unfiltered boot when a suite cannot be named."""
     wanted_set = set(wanted)
     if wanted_set >= set(all_cases):
         return [BootFilter()]
@@ -248,7 +248,8 @@ def single_glob_filters(
     suites: dict[str, list[CaseId]] = {}
     for case in wanted:
         suites.setdefault(case[0], []).append(case)
-    filters = []
+    filters: list[BootFilter | None] = []  # None: where the boots of whole suites go, in the wanted cases' order
+    whole_suites: list[str] = []
     for suite, cases in suites.items():
         whole = [case for case in all_cases if case[0] == suite]
         suite_only = suite_glob(suite, in_list=False)
@@ -261,5 +262,10 @@ def single_glob_filters(
         elif attributes and set(cases) != set(whole) and set(cases) == not_slow(whole):
             filters.append(BootFilter(suite_only, NOT_SLOW, single=True))
         else:
-            filters.append(BootFilter(suite_only, single=True))
-    return filters
+            if not whole_suites:
+                filters.append(None)
+            whole_suites.append(suite)
+    # The suites that run whole, in as few boots as globs of their names' prefixes can name exactly.
+    covering = covering_globs([case[0] for case in all_cases], whole_suites)
+    boots = [BootFilter(glob, single=True) for glob in covering]
+    return [boot for entry in filters for boot in ([entry] if entry is not None else boots)]

@@ -283,6 +283,24 @@ def test_xdist_workers_boot_their_own_batches(project: pytest.Pytester, fake_ker
     result.stdout.fnmatch_lines(["*guest boots: 3 *"])  # the list boot, then one per worker
 
 
+def test_xdist_deals_a_one_glob_tree_s_suites_in_a_few_boots(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    """A tree whose filter takes one glob (every tree without the series) ran a boot per suite under -n; suites are
+    now dealt in groups sharing a prefix, each batch named by a glob or two."""
+    (fake_kernel.tree / "lib/kunit/executor.c").write_text("/* one glob only */\n")
+    spec = fake_kernel.spec()
+    spec["single_glob"] = True
+    families = ("kunit", "net", "ext4", "string")
+    spec["suites"] = [
+        {"name": f"{family}_{n}", "cases": [{"name": "a"}, {"name": "b"}]} for family in families for n in range(4)
+    ]
+    fake_kernel.write_spec(spec)
+    result = project.runpytest_subprocess(*fake_kernel.options("-n", "2"))
+    result.assert_outcomes(passed=32)
+    filters = fake_kernel.filters()
+    assert 2 <= len(filters) <= 4, filters  # was 16, one per suite
+    assert all(glob is not None and "," not in glob for glob in filters)
+
+
 def test_xdist_with_case_isolation(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
     result = project.runpytest_subprocess(*fake_kernel.options("-n", "2", "--kunit-isolate=case"))
     result.assert_outcomes(passed=3, failed=2, skipped=1)
