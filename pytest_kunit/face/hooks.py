@@ -26,8 +26,9 @@ from ..host.cache import load_durations, save_durations
 from ..host.cachedir import trusted_cache_dir
 from ..host.cachelayout import CacheLayout
 from ..host.cacheprune import Bounds, prune, summary
+from ..host.progress import FORWARD
 from ..model import STDIN, Settings
-from ..scaleout.image_service import worker_client
+from ..scaleout.image_service import progress_sender, worker_client
 from ..scaleout.protocol import WorkerInput, WorkerOutput, received_input
 from ..scaleout.workers import is_worker, run_id, worker_count
 from .kcidb import REPORT_KEY, KcidbWriter, case_run
@@ -54,6 +55,8 @@ def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) ->
         handed = config.stash[HANDED] = received_input(config)
     except KunitError as error:
         raise pytest.UsageError(error.render()) from None
+    if handed is not None:
+        config.stash[FORWARD] = progress_sender(handed)
     client = worker_client(handed, settings.cache_dir, state.stats)
     if client is not None:
         state.remote = client

@@ -1,15 +1,18 @@
-"""The build's progress: a live status line on a terminal, an occasional plain line in a log (CI)."""
+"""The build's progress: a live status line on a terminal, an occasional plain line in a log (CI); on an xdist
+worker, whose own terminal nobody sees, the same lines sent to the controller's (image_service.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 LOG_EVERY = 15.0  # seconds between two progress lines in a log (CI): enough to see it move, not to fill it
+# On an xdist worker: what carries a progress line to the controller's terminal.
+FORWARD = pytest.StashKey[Callable[[str], None]]()
 
 
 def _isatty(reporter: object) -> bool:
@@ -23,6 +26,7 @@ class Progress:
 
     def __init__(self, config: pytest.Config) -> None:
         self.reporter = config.pluginmanager.get_plugin("terminalreporter")
+        self._forward = config.stash.get(FORWARD, None)
         self._capture = config.pluginmanager.get_plugin("capturemanager")
         self._last = 0.0
 
@@ -41,11 +45,16 @@ class Progress:
             yield
 
     def __call__(self, message: str) -> None:
-        """Work advancing: a terminal sees each message (ten a second at most), a log one line per 15 s at most."""
-        if self.reporter is None:
-            return
+        """Work advancing: a terminal sees each message (ten a second at most), a log or the xdist controller one line
+        per 15 s at most."""
         now = time.monotonic()
-        if _isatty(self.reporter):
+        if self._forward is not None:
+            if now - self._last >= LOG_EVERY:
+                self._forward(message)
+                self._last = now
+        elif self.reporter is None:
+            return
+        elif _isatty(self.reporter):
             if now - self._last >= 0.1:
                 self._rewrite(message)
                 self._last = now
@@ -56,9 +65,11 @@ class Progress:
     def phase(self, message: str, terminal: bool = True) -> None:
         """A phase starts (extract, configure, build, list, boot): always shown, on a log as a line of its own;
         `terminal=False` leaves a terminal alone (pytest's own progress is on it then)."""
-        if self.reporter is None:
+        if self._forward is not None:
+            self._forward(message)
+        elif self.reporter is None:
             return
-        if _isatty(self.reporter):
+        elif _isatty(self.reporter):
             if terminal:
                 self._rewrite(message)
         else:
@@ -66,6 +77,9 @@ class Progress:
         self._last = time.monotonic()
 
     def done(self, message: str) -> None:
+        if self._forward is not None:
+            self._forward(message)
+            return
         if self.reporter is None:
             return
         with self._uncaptured():

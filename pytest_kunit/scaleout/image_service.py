@@ -11,12 +11,14 @@ import queue
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import execnet
 
+from ..console.transcript import strip_controls
 from ..errors import KunitError
 from ..findings.initramfs import initramfs
 from ..fragments.files import FragmentTable, fragment_name
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
     from .protocol import WorkerInput
 
 CHUNK = 1 << 20
+PROGRESS = "kunit-progress"  # the key of a worker's progress line for the controller's terminal: no answer
+PROGRESS_CHARACTERS = 300  # a progress line's length on the controller's terminal, at most
 WAITING = "kunit-waiting"  # what the controller sends a worker whose request it has not answered yet
 HEARTBEAT = 30.0  # seconds between WAITING notes
 RECEIVE_TIMEOUT = 600.0  # seconds of silence after which a worker gives the controller up
@@ -100,16 +104,28 @@ class ImageService:
     def open_for(self, node: Any) -> Any:
         """A channel to this service on the worker's gateway, for its workerinput."""
         channel = node.gateway.newchannel()
-        channel.setcallback(lambda message: self.receive(channel, message))
+        worker = str(node.gateway.id)
+        channel.setcallback(lambda message: self.receive(channel, message, worker))
         if self._thread is None:
             self._thread = threading.Thread(target=self._serve, name="kunit-image-service", daemon=True)
             self._thread.start()
             threading.Thread(target=self._heartbeat, name="kunit-image-heartbeat", daemon=True).start()
         return channel
 
-    def receive(self, channel: Any, message: Any) -> None:
+    def receive(self, channel: Any, message: Any, worker: str) -> None:
+        if isinstance(message, dict) and message.keys() == {PROGRESS}:
+            self._show_progress(worker, message[PROGRESS])
+            return
         self._count(channel, +1)
         self.requests.put((channel, message))
+
+    def _show_progress(self, worker: str, text: Any) -> None:
+        """A worker's build or boot advancing, on the controller's terminal as a line of its own (each worker sends
+        one per 15 s at most: progress.py), stripped of terminal controls and cut."""
+        reporter = self.state.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and isinstance(text, str):
+            line = strip_controls(text).replace("\n", " ")[:PROGRESS_CHARACTERS]
+            reporter.write_line(f"[{worker}] kunit: {line}", flush=True)
 
     def _count(self, channel: Any, change: int) -> None:
         with self._lock:
@@ -295,6 +311,16 @@ class ImageClient:
     def decode(self, kernel: Kernel, lines: tuple[str, ...]) -> tuple[str, ...]:
         self.channel.send(("decode", kernel.build.image_digest, list(lines)))
         return tuple(self._receive())
+
+
+def progress_sender(given: WorkerInput) -> Callable[[str], None]:
+    """On an xdist worker: a progress line sent to the controller's terminal (its own goes nowhere anyone sees)."""
+
+    def send(text: str) -> None:
+        with contextlib.suppress(OSError):  # the controller is gone: nobody to tell
+            given.service.send({PROGRESS: text})
+
+    return send
 
 
 def worker_client(given: WorkerInput | None, cache_dir: Path, stats: Stats) -> ImageClient | None:

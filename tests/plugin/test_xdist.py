@@ -344,3 +344,20 @@ def test_an_outer_runs_identity_does_not_leak_into_the_build_stamp(
     assert len(set(sessions)) == 3
     (make_runs,) = fake_kernel.cache.glob("build/*/make-runs")
     assert make_runs.read_text().split().count("vmlinux") == 3
+
+
+def test_the_controller_shows_each_worker_s_build_and_boot_progress(
+    project: pytest.Pytester, fake_kernel: FakeKernel
+) -> None:
+    """Under -n a CI log showed nothing while a worker built (28 minutes of silence on 6.12's alltests): a worker's
+    progress lines now reach the controller's output, each naming its worker."""
+    result = project.runpytest_subprocess(*fake_kernel.options("-n", "2"))
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    result.stdout.re_match_lines(
+        [
+            r"\[gw[01]\] kunit: configuring kernel in .*",
+            r"\[gw[01]\] kunit: building kernel: make -j\d+ vmlinux .*",
+            r"\[gw[01]\] kunit: built kunit.kunitconfig in .*",
+        ]
+    )
+    result.stdout.re_match_lines([r"\[gw[01]\] kunit: booting the kernel of kunit.kunitconfig .*"])

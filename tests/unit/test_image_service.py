@@ -115,7 +115,7 @@ def test_an_image_that_cannot_be_read_is_an_error_the_worker_hears(service: Imag
 
 def test_a_worker_waiting_hears_that_the_controller_is_busy(service: ImageService) -> None:
     channel = FakeChannel()
-    service.receive(channel, ("kernel", "fragment-7"))
+    service.receive(channel, ("kernel", "fragment-7"), "gw0")
     assert service._waiting == {id(channel): (channel, 1)}
     service.serve_one(channel, service.requests.get())
     assert service._waiting == {}
@@ -147,3 +147,27 @@ def test_a_worker_asks_by_token_and_never_for_a_fragment_the_controller_did_not_
     with pytest.raises(KunitError, match=r"did not find the fragment mine\.kunitconfig"):
         client(channel, tmp_path).kernel(tmp_path / "mine.kunitconfig", "mine.kunitconfig", tmp_path, ARM64)
     assert len(channel.sent) == 1
+
+
+class FakeReporter:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def write_line(self, line: str, flush: bool = False) -> None:
+        self.lines.append(line)
+
+
+def test_a_worker_s_progress_is_a_line_on_the_controller_s_terminal_and_nothing_else(service: ImageService) -> None:
+    reporter = FakeReporter()
+    plugins = {"terminalreporter": reporter}
+    cast(Any, service.state.config).pluginmanager = SimpleNamespace(get_plugin=plugins.get)
+    channel = FakeChannel()
+    service.receive(channel, {image_service.PROGRESS: "building kernel: \x1b[2J\x1b]0;owned\x07make\nnext"}, "gw1")
+    service.receive(channel, {image_service.PROGRESS: "x" * 10_000}, "gw0")
+    service.receive(channel, {image_service.PROGRESS: ["not", "text"]}, "gw0")
+    # Shown, stripped of terminal controls, on one line, cut; never answered, never queued as a request.
+    assert reporter.lines == [
+        "[gw1] kunit: building kernel: make next",
+        "[gw0] kunit: " + "x" * image_service.PROGRESS_CHARACTERS,
+    ]
+    assert channel.sent == [] and service.requests.empty() and not service._waiting
