@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 # The oldest v5 schema that holds every field written here: any KCIDB of major version 5 takes it.
 VERSION = {"major": 5, "minor": 0}
 EXCERPT_LIMIT = 16384  # KCIDB's maxLength of log_excerpt, in characters
+# Bytes of one document at most. KCIDB's submissions travel as Google Pub/Sub messages, which take 10 MB each, and
+# KernelCI has dropped uploads over its limit silently: a run too large for one is written as several, each whole.
+DOCUMENT_LIMIT = 8 * 1024 * 1024
 REPORT_KEY = "kunit_kcidb"  # the attribute a case's report carries its run in (xdist sends it to the controller)
 _PATH_PART = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -180,8 +183,59 @@ def document(origin: str, run_id: str, kernels: Iterable[BuiltKernel], runs: Ite
     return {"version": VERSION, "checkouts": list(checkouts.values()), "builds": list(builds.values()), "tests": tests}
 
 
-def write(path: Path, report: dict[str, Any]) -> None:
-    write_atomically(path, json.dumps(report, indent=1) + "\n")
+def _encoded(report: dict[str, Any]) -> str:
+    return json.dumps(report, indent=1) + "\n"
+
+
+def split(report: dict[str, Any], limit: int = DOCUMENT_LIMIT) -> list[dict[str, Any]]:
+    """The report as documents of at most `limit` bytes, each valid on its own: the first with every checkout and
+    build, each later one with its tests and the builds and checkouts they name (KCIDB merges objects of one id).
+    A test larger than the limit alone is a document of its own."""
+    if len(_encoded(report).encode()) <= limit:
+        return [report]
+    builds = {build["id"]: build for build in report["builds"]}
+    checkouts = {checkout["id"]: checkout for checkout in report["checkouts"]}
+
+    def frame(build_ids: set[str], first: bool) -> dict[str, Any]:
+        named = list(builds.values()) if first else [build for key, build in builds.items() if key in build_ids]
+        trees = {build["checkout_id"] for build in named}
+        kept = list(checkouts.values()) if first else [tree for key, tree in checkouts.items() if key in trees]
+        return {"version": report["version"], "checkouts": kept, "builds": named, "tests": []}
+
+    def size(test: dict[str, Any]) -> int:
+        # Inside the document each of a test's lines is indented by two more, and tests are joined by ",\n".
+        alone = json.dumps(test, indent=1)
+        return len(alone.encode()) + 2 * (alone.count("\n") + 1) + 2
+
+    parts: list[dict[str, Any]] = []
+    tests: list[dict[str, Any]] = []
+    build_ids: set[str] = set()
+    held = 0
+    for test in report["tests"]:
+        framed = len(_encoded(frame(build_ids | {test["build_id"]}, not parts)).encode()) + 4  # "[]" opens up
+        if tests and framed + held + size(test) > limit:
+            parts.append(frame(build_ids, not parts) | {"tests": tests})
+            tests, build_ids, held = [], set(), 0
+        tests.append(test)
+        build_ids.add(test["build_id"])
+        held += size(test)
+    parts.append(frame(build_ids, not parts) | {"tests": tests})
+    return parts
+
+
+def part_paths(path: Path, count: int) -> list[Path]:
+    """Where a report split in `count` documents goes: PATH itself, then PATH's stem with .2, .3, ... before its
+    suffix (kcidb.json, kcidb.2.json)."""
+    return [path] + [path.with_name(f"{path.stem}.{number}{path.suffix}") for number in range(2, count + 1)]
+
+
+def write(path: Path, report: dict[str, Any], limit: int = DOCUMENT_LIMIT) -> list[Path]:
+    """The report in as many documents as its size needs; the files written."""
+    documents = split(report, limit)
+    paths = part_paths(path, len(documents))
+    for where, document_part in zip(paths, documents, strict=True):
+        write_atomically(where, _encoded(document_part))
+    return paths
 
 
 class KcidbWriter:
@@ -202,4 +256,10 @@ class KcidbWriter:
         settings = state.settings
         assert settings.kcidb is not None
         path = session.config.invocation_params.dir / settings.kcidb
-        write(path, document(settings.kcidb_origin, state.session, state.kernels.values(), self.runs))
+        written = write(path, document(settings.kcidb_origin, state.session, state.kernels.values(), self.runs))
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if len(written) > 1 and reporter is not None:
+            reporter.write_line(
+                f"kunit: the KCIDB report is {len(written)} documents, each under {DOCUMENT_LIMIT // 2**20} MiB (what "
+                f"a KCIDB submission takes): {', '.join(str(where) for where in written)}"
+            )

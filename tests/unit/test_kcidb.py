@@ -4,14 +4,27 @@ follow KCIDB's rules."""
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_kunit.console.ktap import Status
-from pytest_kunit.face.kcidb import EXCERPT_LIMIT, STATUSES, VERSION, CaseRun, KcidbStatus, document, excerpt, fit
+from pytest_kunit.face.kcidb import (
+    EXCERPT_LIMIT,
+    STATUSES,
+    VERSION,
+    CaseRun,
+    KcidbStatus,
+    document,
+    excerpt,
+    fit,
+    split,
+    write,
+)
 from pytest_kunit.kernel.tree import patchset_hash
 from pytest_kunit.model import BuiltKernel
 
@@ -120,3 +133,40 @@ def test_patchset_hash_is_the_shell_recipe_kcidb_gives(tmp_path: Path) -> None:
     )
     assert patchset_hash(patches) == recipe.stdout.strip()
     assert patchset_hash([]) == ""
+
+
+def test_a_report_over_the_size_a_receiver_takes_is_split_and_nothing_is_lost(tmp_path: Path) -> None:
+    """KernelCI dropped an upload over its size limit in silence: a report past the limit is several documents,
+    each under it and valid on its own, holding between them every test once."""
+    other = BuiltKernel(**{**KERNEL.__dict__, "image_digest": "0011223344556677", "tree_key": "fedcba9876543210"})
+    runs = [run(f"case_{index}", Status.PASSED, "x" * 3000) for index in range(40)]
+    runs += [
+        replace(run(f"other_{index}", Status.FAILED, "y" * 3000), image_digest=other.image_digest)
+        for index in range(40)
+    ]
+    report = document("pytest_kunit", "run1", [KERNEL, other], runs)
+    assert split(report) == [report]  # far under the real limit: one document, as before
+    limit = 40_000
+    written = write(tmp_path / "kcidb.json", report, limit)
+    assert [path.name for path in written][:3] == ["kcidb.json", "kcidb.2.json", "kcidb.3.json"]
+    documents = [json.loads(path.read_text()) for path in written]
+    assert len(documents) >= len(json.dumps(report, indent=1)) // limit
+    assert all(path.stat().st_size <= limit for path in written)
+    assert [test for part in documents for test in part["tests"]] == report["tests"]
+    for part in documents:
+        schema().V5_0.validate_exactly(part)
+        named = {build["id"] for build in part["builds"]}
+        assert {test["build_id"] for test in part["tests"]} <= named
+        assert {build["checkout_id"] for build in part["builds"]} <= {tree["id"] for tree in part["checkouts"]}
+    assert documents[0]["builds"] == report["builds"] and documents[0]["checkouts"] == report["checkouts"]
+
+
+def test_a_test_larger_than_the_limit_is_a_document_of_its_own() -> None:
+    report = document(
+        "pytest_kunit", "run1", [KERNEL], [run("big", Status.FAILED, "z" * 5000), run("small", Status.PASSED)]
+    )
+    parts = split(report, 3000)
+    assert [[test["path"] for test in part["tests"]] for part in parts] == [
+        ["kunit.example.big"],
+        ["kunit.example.small"],
+    ]
