@@ -87,10 +87,3 @@ class Arch:
     def __post_init__(self) -> None:
         if (self.qemu is None) == (self.uml is None):
             raise TypeError(f"Arch {self.name!r}: give exactly one of qemu= (a QEMU guest) and uml= (User Mode Linux)")
-
-
-# Every guest clock runs on the instruction count under TCG, kept near real time (shift=auto) and jumping over idle
-# time (sleep=off): no tick is lost when the host starves QEMU, so calibration and jiffies (which kunit.timeout
-# counts) do not depend on the host's load (docs/performance.md, "Guest time under host load"). KVM refuses it.
-ICOUNT = ("-icount", "shift=auto,sleep=off")
-SERIAL = ("-serial", "stdio")  # the guest's first serial port is the console pytest-kunit reads

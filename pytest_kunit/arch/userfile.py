@@ -1,6 +1,7 @@
-"""A user's own architecture records, from a TOML or JSON file (--kunit-arch-config) in the shape of ours: a table
-per architecture, named by its key, holding `kconfig` and the tables `make` and `qemu` (or `uml`), whose keys are the
-fields of MakeSettings, QemuSettings and UmlSettings. Every mistake is named by its place: `[NAME].make.target`."""
+"""Architecture records from TOML or JSON files: pytest-kunit's own (arch/records/, one file each) and a user's
+(--kunit-arch-config), read alike: a table per architecture, named by its key, holding `kconfig` and the tables
+`make` (with an optional `compiler_check`) and `qemu` (or `uml`), whose keys are the fields of MakeSettings,
+CompilerCheck, QemuSettings and UmlSettings. Every mistake is named by its place: `[NAME].make.target`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from .shape import Arch, MakeSettings, QemuSettings, UmlSettings
+from .shape import Arch, CompilerCheck, MakeSettings, QemuSettings, UmlSettings
 
 EXAMPLE = """[x86_64-big]
 kconfig = ["CONFIG_SERIAL_8250=y", "CONFIG_SERIAL_8250_CONSOLE=y", "CONFIG_HYPERVISOR_GUEST=y", "CONFIG_PVH=y"]
@@ -34,6 +35,8 @@ class ArchFileError(ValueError):
 
 
 def _value(place: str, annotation: str, value: Any) -> Any:
+    if annotation == "CompilerCheck | None":
+        return _record(place, CompilerCheck, value)
     if annotation == "tuple[str, ...]":
         if not isinstance(value, list) or not all(isinstance(word, str) for word in value):
             raise ArchFileError(f"{place}: expected a list of strings, got {value!r}")

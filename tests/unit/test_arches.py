@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit.arch import ARCHES, Arch
+from pytest_kunit.arch import ARCHES, RECORDS, Arch
+from pytest_kunit.arch.shape import CompilerCheck
+from pytest_kunit.arch.userfile import ArchFileError, load
 from pytest_kunit.console import oops
 from pytest_kunit.errors import BootError
 from pytest_kunit.guest.boot import BootRequest, command_line, kernel_command_line
@@ -88,3 +90,21 @@ def test_arm64_oopses_start_a_crash_report() -> None:
     assert oops.fault_lines(undefined) == undefined[1:]
     null = ["Unable to handle kernel NULL pointer dereference at virtual address 0000000000000000", "Mem abort info:"]
     assert oops.fault_lines(["x", *null]) == null
+
+
+def test_each_record_is_a_file_of_its_own_named_for_it_and_read_as_a_user_s() -> None:
+    """Our records are data, one small file each, read by the loader that reads --kunit-arch-config's file."""
+    files = sorted(RECORDS.glob("*.toml"))
+    assert [path.stem for path in files] == sorted(ARCHES)
+    for path in files:
+        assert load(path) == {path.stem: ARCHES[path.stem]}
+
+
+def test_a_compiler_check_is_a_table_of_its_own_in_a_record_file(tmp_path: Path) -> None:
+    x86_64 = (RECORDS / "x86_64.toml").read_text()
+    checked = tmp_path / "checked.toml"
+    checked.write_text(x86_64 + '\n[x86_64.make.compiler_check]\nsource = "int x;"\nexpect = "x"\nfault = "f"\n')
+    assert load(checked)["x86_64"].make.compiler_check == CompilerCheck("int x;", "x", "f")
+    checked.write_text(x86_64 + '\n[x86_64.make.compiler_check]\nsource = "int x;"\nexpect = "x"\nfaults = "f"\n')
+    with pytest.raises(ArchFileError, match=r"\[x86_64\]\.make\.compiler_check\.faults: no such field"):
+        load(checked)
