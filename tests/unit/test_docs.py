@@ -58,7 +58,7 @@ def _prose(text: str) -> str:
 
 def slug(heading: str) -> str:
     """A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces as dashes."""
-    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[`*]", "", heading.strip().lower())
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
@@ -209,10 +209,11 @@ def test_every_relative_link_reaches_its_file_and_heading(page: Path) -> None:
 
 def test_a_broken_link_or_heading_is_found(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "other.md").write_text("# Other\n\n## Its part\n")
+    (tmp_path / "docs" / "other.md").write_text("# Other\n\n## Its part\n\n## Against kunit.py's `kunit_module`\n")
     page = tmp_path / "README.md"
     page.write_text(
         "[fine](docs/other.md#its-part) [gone](docs/gone.md) [wrong](docs/other.md#no-part) `[code](not/a/link)`\n"
+        "[as GitHub names it](docs/other.md#against-kunitpys-kunit_module) [here](#)\n"
         "```sh\n[x](not/a/link/either)\n```\n[web](https://example.org/x)\n"
     )
     assert broken_links(page) == [
