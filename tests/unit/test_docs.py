@@ -23,8 +23,9 @@ README_MAX_LINES = 170
 # The options reference is generated from options.py's declarations on its own branch; until it lands, a link to it
 # is the one link allowed to dangle. Once the file exists it is checked as every other page is.
 GENERATED_ELSEWHERE = {ROOT / "docs" / "options.md"}
-KINDS = {option.flag: option.kind for option in OPTIONS}
-FLAGS = set(KINDS)
+FLAGS = {option.flag for option in OPTIONS}
+# The options whose value the plugin checks on disk at start-up, and what an example's value stands for there.
+ON_DISK = {"--kunit-kernel-src", "--kunit-patches", "--kunit-arch-config", "--kunit-replay"}
 # What a shell would put in place of the few expansions the examples use.
 SHELL_STAND_INS = {"$(distcc -j)": "8", "$workers": "workers", "$work": "work", "$HOME": "~"}
 GUARD_MESSAGE = "docs-guard: the command was accepted"
@@ -159,7 +160,7 @@ def _stand_ins(args: tuple[str, ...], home: Path) -> None:
     words = list(args)
     for index, word in enumerate(words):
         flag, equals, value = word.partition("=")
-        if flag not in KINDS or KINDS[flag] == "bool":
+        if flag not in ON_DISK:
             continue
         if not equals:
             if index + 1 >= len(words):
@@ -275,6 +276,10 @@ def test_examples_are_split_as_a_shell_splits_them(tmp_path: Path) -> None:
 def test_every_kunit_flag_named_is_declared(page: Path) -> None:
     named = set(re.findall(r"--kunit(?:-[a-z0-9]+)*", page.read_text()))
     assert named - FLAGS - bench_flags() == set()
+
+
+def test_the_options_checked_on_disk_are_declared() -> None:
+    assert ON_DISK <= FLAGS
 
 
 def test_a_flag_no_one_declares_is_found(tmp_path: Path) -> None:
