@@ -30,10 +30,13 @@ ON_DISK = {"--kunit-kernel-src", "--kunit-patches", "--kunit-arch-config", "--ku
 SHELL_STAND_INS = {"$(distcc -j)": "8", "$workers": "workers", "$work": "work", "$HOME": "~"}
 GUARD_MESSAGE = "docs-guard: the command was accepted"
 
-# Imported once here: pytester's in-process runs drop what each run imported, and the package's start-up would
-# otherwise be paid again by every example.
-for _module in pkgutil.walk_packages(pytest_kunit.__path__, "pytest_kunit."):
-    importlib.import_module(_module.name)
+
+@pytest.fixture(scope="module", autouse=True)
+def _package_imported() -> None:
+    """Every module of the package, imported once: pytester's in-process runs drop what each run imported, and the
+    package's start-up would otherwise be paid again by every example."""
+    for module in pkgutil.walk_packages(pytest_kunit.__path__, "pytest_kunit."):
+        importlib.import_module(module.name)
 
 
 @functools.cache
