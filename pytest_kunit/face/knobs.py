@@ -67,6 +67,17 @@ def make_options(value: Any, source: str) -> tuple[str, ...]:
 _KERNEL_WORD = re.compile(r'(?:[^\s"]+|"[^"]*")+')
 
 
+def kernel_parameter(word: str) -> str:
+    """The name of the parameter a command-line word sets, as the kernel reads it: next_arg() (lib/cmdline.c) drops
+    the double quote a word may start with and ends the name at the first `=` (in a quoted word without one, at the
+    closing quote); parameq() (kernel/params.c) takes a dash in a name for an underscore."""
+    quoted = word.startswith('"')
+    name, equals, _ = word.removeprefix('"').partition("=")
+    if quoted and not equals:
+        name = name.removesuffix('"')
+    return name.replace("-", "_")
+
+
 def kernel_args(value: Any, source: str) -> tuple[str, ...]:
     """--kunit-kernel-args' words, each occurrence split as the kernel splits its command line (quotes kept:
     `x="a b"` is one), none setting a parameter that chooses the cases."""
@@ -76,7 +87,7 @@ def kernel_args(value: Any, source: str) -> tuple[str, ...]:
             raise pytest.UsageError(f"{source}: {occurrence!r} has an unclosed double quote")
         found.extend(_KERNEL_WORD.findall(occurrence))
     for word in found:
-        if word.split("=", 1)[0] in _OWN_KERNEL_ARGS:
+        if kernel_parameter(word) in _OWN_KERNEL_ARGS:
             raise pytest.UsageError(
                 f"{source}: {word!r} would change which cases the kernel runs, which pytest-kunit chooses: select "
                 "cases with -k, -m or node ids"

@@ -1,9 +1,11 @@
-"""kunit.py's knobs as options: a repeatable one given again adds to the last, as kunit.py's `append` options do."""
+"""kunit.py's knobs as options: a repeatable one given again adds to the last, as kunit.py's `append` options do, and
+--kunit-kernel-args refuses the plugin's own parameters however the kernel would read them."""
 
 from __future__ import annotations
 
 import pytest
 
+from pytest_kunit.face.knobs import kernel_parameter
 from pytest_kunit.face.settings import resolve
 from pytest_kunit.model import Settings
 
@@ -60,3 +62,43 @@ def test_a_refused_word_in_a_later_occurrence_is_named(pytester: pytest.Pytester
         resolved(pytester, "--kunit-qemu-args=-smp 2", '--kunit-qemu-args=-m "512')
     with pytest.raises(pytest.UsageError, match=r"^--kunit-kernel-args: 'x=\"1' has an unclosed double quote"):
         resolved(pytester, '--kunit-kernel-args=y="2"', '--kunit-kernel-args=x="1')
+
+
+@pytest.mark.parametrize(
+    "word",
+    [
+        "kunit.filter_glob=example.*",  # the plain form
+        "kunit.filter-glob=example.*",  # the kernel takes a dash in a parameter's name for an underscore
+        "kunit.filter-glob",
+        '"kunit.filter_glob=example.*"',  # next_arg() drops the quote a word starts with
+        '"kunit.filter_glob"',
+        'kunit.filter_glob="example.*"',
+        '"kunit.action=list"',
+        "kunit.filter=speed>slow",
+    ],
+)
+def test_kernel_args_that_choose_the_cases_are_refused_in_every_form_the_kernel_reads(
+    pytester: pytest.Pytester, word: str
+) -> None:
+    with pytest.raises(pytest.UsageError, match="would change which cases the kernel runs"):
+        resolved(pytester, f"--kunit-kernel-args=quiet {word}")
+
+
+@pytest.mark.parametrize(
+    ("word", "parameter"),
+    [
+        ("quiet", "quiet"),
+        ("kunit.filter-glob=a-b", "kunit.filter_glob"),
+        ('"kunit.filter_glob=x y"', "kunit.filter_glob"),
+        ('"kunit.filter_glob"', "kunit.filter_glob"),
+        ('fake.label="kunit.filter_glob=x"', "fake.label"),  # a value naming the parameter sets another one
+        ('fake."kunit.filter_glob"=x', 'fake."kunit.filter_glob"'),  # a quote inside the name stays in it
+    ],
+)
+def test_the_parameter_a_word_sets_is_read_as_the_kernel_reads_it(word: str, parameter: str) -> None:
+    assert kernel_parameter(word) == parameter
+
+
+def test_a_value_that_only_mentions_a_refused_parameter_passes(pytester: pytest.Pytester) -> None:
+    words = resolved(pytester, '--kunit-kernel-args=fake.label="kunit.filter_glob=x"').kernel_args
+    assert words == ('fake.label="kunit.filter_glob=x"',)
