@@ -92,6 +92,16 @@ def test_the_settings_fields_are_the_declared_options() -> None:
     assert declared | {"arch"} == {field.name for field in dataclasses.fields(Settings)}
 
 
+def test_the_settings_records_own_defaults_are_the_declared_ones() -> None:
+    """model.Settings keeps defaults for code that builds one directly (tests, a worker): they must not drift."""
+    fields = {field.name: field for field in dataclasses.fields(Settings)}
+    del fields["arches"]  # () there means `arch` alone, which has no default
+    for option in OPTIONS:
+        field = fields.get(option.settings_field or "")
+        if field is not None and field.default is not dataclasses.MISSING:
+            assert field.default == option.default_value(), option.name
+
+
 def test_every_declared_type_has_a_reader() -> None:
     assert {option.type.name for option in OPTIONS} <= set(settings.READERS)
 
