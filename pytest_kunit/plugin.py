@@ -11,7 +11,7 @@ import types
 import pytest
 
 from . import options
-from .face import settings
+from .face import switch
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -27,9 +27,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """--kunit-cache-prune: prune the cache, say what went, and exit, as --cache-show shows and exits."""
-    if not settings.is_enabled(config) or not settings.flag(config, "kunit_cache_prune"):
+    if not switch.is_enabled(config) or not switch.flag(config, "kunit_cache_prune"):
         return None
     from .errors import KunitError
+    from .face import settings
     from .host.cachedir import trusted_cache_dir
     from .host.cacheprune import Bounds, prune, summary
 
@@ -47,10 +48,11 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    if not settings.is_enabled(config):
+    if not switch.is_enabled(config):
         return
     from .arch import ARCHES, Arch
     from .arch.userfile import ArchFileError, load
+    from .face import settings
 
     arches = dict(ARCHES)
     user_file = settings.arch_config_path(config)
@@ -58,7 +60,7 @@ def pytest_configure(config: pytest.Config) -> None:
         try:
             arches.update(load(user_file))
         except ArchFileError as error:
-            source = settings.given(config, "kunit_arch_config")
+            source = switch.given(config, "kunit_arch_config")
             raise pytest.UsageError(f"{source}: {error}") from None
     config.hook.pytest_kunit_add_arches(config=config, arches=arches)
     for name, arch in arches.items():

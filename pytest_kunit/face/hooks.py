@@ -34,7 +34,7 @@ from ..scaleout.workers import is_worker, run_id, worker_count
 from .kcidb import REPORT_KEY, KcidbWriter, case_run
 from .nodes import ARCH_PROPERTY, CASE_PROPERTY, MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
 from .report import junit_properties, junit_writer, split_verdicts
-from .settings import given
+from .switch import given
 
 HANDED = pytest.StashKey[WorkerInput | None]()  # what the xdist controller handed this worker, checked once
 

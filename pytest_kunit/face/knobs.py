@@ -13,8 +13,6 @@ import pytest
 def kconfig_add(value: Any, source: str) -> tuple[str, ...]:
     """--kunit-kconfig-add's lines, each checked as a fragment's line is (the same parser); errors name each by its
     place among them (`--kunit-kconfig-add:2`), as a file's by its line."""
-    if value is None:
-        return ()
     from ..errors import ConfigError
     from ..kernel.kconfig import parse_fragment
 
@@ -38,14 +36,20 @@ _OWN_MAKE_WORDS = {
 _OWN_KERNEL_ARGS = ("kunit.filter_glob", "kunit.filter", "kunit.action")
 
 
+def _occurrences(value: Any) -> list[str]:
+    """A repeatable option's occurrences, in the order given (its flag given again, or its ini key's lines)."""
+    return [str(entry) for entry in value]
+
+
 def words(value: Any, source: str) -> tuple[str, ...]:
-    """An option's words, split as a shell splits them (no shell runs)."""
-    if value is None:
-        return ()
-    try:
-        return tuple(shlex.split(str(value)))
-    except ValueError as error:
-        raise pytest.UsageError(f"{source}: {str(value)!r} does not split into words: {error}") from None
+    """An option's words, each occurrence split as a shell splits it (no shell runs), all in the order given."""
+    found: list[str] = []
+    for occurrence in _occurrences(value):
+        try:
+            found.extend(shlex.split(occurrence))
+        except ValueError as error:
+            raise pytest.UsageError(f"{source}: {occurrence!r} does not split into words: {error}") from None
+    return tuple(found)
 
 
 def make_options(value: Any, source: str) -> tuple[str, ...]:
@@ -63,25 +67,36 @@ def make_options(value: Any, source: str) -> tuple[str, ...]:
 _KERNEL_WORD = re.compile(r'(?:[^\s"]+|"[^"]*")+')
 
 
+def kernel_parameter(word: str) -> str:
+    """The name of the parameter a command-line word sets, as the kernel reads it: next_arg() (lib/cmdline.c) drops
+    the double quote a word may start with and ends the name at the first `=` (in a quoted word without one, at the
+    closing quote); parameq() (kernel/params.c) takes a dash in a name for an underscore."""
+    quoted = word.startswith('"')
+    name, equals, _ = word.removeprefix('"').partition("=")
+    if quoted and not equals:
+        name = name.removesuffix('"')
+    return name.replace("-", "_")
+
+
 def kernel_args(value: Any, source: str) -> tuple[str, ...]:
-    """--kunit-kernel-args' words, split as the kernel splits its command line (quotes kept: `x="a b"` is one)."""
-    text = "" if value is None else str(value)
-    if text.count('"') % 2:
-        raise pytest.UsageError(f"{source}: {text!r} has an unclosed double quote")
-    found = tuple(_KERNEL_WORD.findall(text))
+    """--kunit-kernel-args' words, each occurrence split as the kernel splits its command line (quotes kept:
+    `x="a b"` is one), none setting a parameter that chooses the cases."""
+    found: list[str] = []
+    for occurrence in _occurrences(value):
+        if occurrence.count('"') % 2:
+            raise pytest.UsageError(f"{source}: {occurrence!r} has an unclosed double quote")
+        found.extend(_KERNEL_WORD.findall(occurrence))
     for word in found:
-        if word.split("=", 1)[0] in _OWN_KERNEL_ARGS:
+        if kernel_parameter(word) in _OWN_KERNEL_ARGS:
             raise pytest.UsageError(
                 f"{source}: {word!r} would change which cases the kernel runs, which pytest-kunit chooses: select "
                 "cases with -k, -m or node ids"
             )
-    return found
+    return tuple(found)
 
 
-def cross_compile(value: Any, source: str) -> str | None:
+def cross_compile(value: Any, source: str) -> str:
     """--kunit-cross-compile's prefix: a compiler name's start, with no spaces."""
-    if value is None:
-        return None
     prefix = str(value)
     if any(character.isspace() for character in prefix):
         raise pytest.UsageError(f"{source}: {prefix!r} is not a compiler prefix (aarch64-linux-gnu-, with no spaces)")

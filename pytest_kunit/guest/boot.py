@@ -20,6 +20,7 @@ from ..console import ktap, oops
 from ..console.transcript import BootRecord, BoundedConsole, console_line
 from ..errors import BootError
 from ..host.processes import kill_group
+from ..options import BOOT_ALLOWANCE
 from .launch import launcher
 
 if TYPE_CHECKING:
@@ -34,12 +35,6 @@ def watchdog_seconds(case_timeout: float) -> float:
     """Silence that kills a guest: the per-case timeout plus a grace (a quarter, at most 15 s) in which the kernel
     can report the timed-out case itself."""
     return case_timeout + min(15.0, case_timeout / 4)
-
-
-# What a boot may take beyond its cases' own time: starting the kernel, the list boot, shutting down. A KASAN and
-# GCOV kernel under TCG on a loaded host took more than 60 s to reach KUnit (its list boot killed, every case of two
-# fragments lost); a hang is the silence watchdog's to catch, so this only bounds a guest that never stops printing.
-BOOT_ALLOWANCE = 300.0
 
 
 def boot_deadline(case_timeout: float, cases: int) -> float:

@@ -21,10 +21,10 @@ from ..findings.outcomes import Outcome, case_outcomes
 from ..findings.sanitizer_verdicts import OutsideReports
 from ..host.cachelayout import CacheLayout
 from ..model import CaseId, Kernel, Settings, Stats
+from ..options import BOOT_ALLOWANCE
 from . import module_boots, recovery
 from .accel import Accelerator, kvm_failure
 from .boot import (
-    BOOT_ALLOWANCE,
     KVM_FIRST_OUTPUT,
     BootRequest,
     boot,

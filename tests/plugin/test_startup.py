@@ -9,15 +9,17 @@ import sys
 
 import pytest
 
-# Its options need options.py and the defaults it names from versions.py (the packaged tarball, the kernel's timeout
-# range; the standard library alone, its patterns compiled on first use), the --kunit switch face/settings.py (nothing
-# else of it is read), its hook specifications newhooks.py.
+# Its options need options.py, what a declaration is made of (optiontypes.py) and the defaults it names from
+# versions.py (the packaged tarball, the kernel's timeout range; the standard library alone, its patterns compiled on
+# first use), the --kunit switch face/switch.py (the settings themselves are not read), its hook specifications
+# newhooks.py.
 INERT = [
     "pytest_kunit",
     "pytest_kunit.face",
-    "pytest_kunit.face.settings",
+    "pytest_kunit.face.switch",
     "pytest_kunit.newhooks",
     "pytest_kunit.options",
+    "pytest_kunit.optiontypes",
     "pytest_kunit.plugin",
     "pytest_kunit.versions",
 ]

@@ -176,10 +176,10 @@ def test_an_unterminated_report_stops_at_the_next_result_line() -> None:
 
 
 def test_the_option_names_every_sanitizer_in_the_table() -> None:
-    from pytest_kunit.face import settings
     from pytest_kunit.findings.sanitizers import SANITIZERS, parse_names
+    from pytest_kunit.optiontypes import SANITIZER_NAMES
 
-    assert ", ".join(SANITIZERS) == settings._SANITIZER_NAMES
+    assert ", ".join(SANITIZERS) == SANITIZER_NAMES
     assert parse_names(" UBSAN, kasan,kasan ") == ("kasan", "ubsan")
     with pytest.raises(ValueError, match="asan"):
         parse_names("kasan,asan")

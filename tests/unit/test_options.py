@@ -309,3 +309,8 @@ def test_relative_ini_paths_are_relative_to_the_rootdir_wherever_pytest_starts(
 def test_whole_second_timeouts_within_the_kernels_range(pytester: pytest.Pytester, value: str, seconds: int) -> None:
     timeout = resolved(pytester, "--kunit-timeout", value).timeout
     assert timeout == seconds and isinstance(timeout, int)
+
+
+def test_module_mode_with_shared_kernels_is_refused_naming_where_it_was_asked(pytester: pytest.Pytester) -> None:
+    with pytest.raises(pytest.UsageError, match=r"^-o kunit_modules cannot be combined with --kunit-share-kernels"):
+        resolved(pytester, "-o", "kunit_modules=true", "--kunit-share-kernels")
