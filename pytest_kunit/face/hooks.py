@@ -34,6 +34,7 @@ from .kcidb import REPORT_KEY, KcidbWriter, case_run
 from .nodes import ARCH_PROPERTY, CASE_PROPERTY, MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
 from .report import junit_properties, junit_writer, split_verdicts
 from .settings import given
+from .tree_root import KernelTreeGround
 
 HANDED = pytest.StashKey[WorkerInput | None]()  # what the xdist controller handed this worker, checked once
 
@@ -43,6 +44,7 @@ def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) ->
     xdist runs (plugin.py registers this module)."""
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
+    config.pluginmanager.register(KernelTreeGround(), "kunit-kernel-tree")
     arches = _runnable(config, settings, arches)
     try:
         settings = replace(settings, cache_dir=trusted_cache_dir(settings.cache_dir))
