@@ -1,0 +1,90 @@
+"""A newcomer's first mistakes each get the way out: kunit.py's habits, and pytest's own surprises."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import KUNITCONFIG, FakeKernel, no_traceback
+
+
+def test_a_directory_without_a_fragment_says_what_was_looked_for(
+    project: pytest.Pytester, fake_kernel: FakeKernel
+) -> None:
+    project.mkdir("lib")
+    (project.path / "lib" / "notes.txt").write_text("not a fragment\n")
+    result = project.runpytest(*fake_kernel.options("lib"))
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(
+        [
+            "kunit: no kunitconfig fragment under lib/: pytest --kunit collects files named .kunitconfig *"
+            "and found neither there. Write lib/.kunitconfig (CONFIG_KUNIT=y *"
+        ]
+    )
+    assert fake_kernel.boots() == []
+
+
+def test_a_directory_with_a_fragment_gets_no_such_hint(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    project.mkdir("lib").joinpath(".kunitconfig").write_text(KUNITCONFIG)
+    result = project.runpytest(*fake_kernel.options("--collect-only", "-q", "lib"))
+    result.stdout.fnmatch_lines(["lib/.kunitconfig::example::example_simple_test"])
+    result.stdout.no_fnmatch_line("*no kunitconfig fragment*")
+
+
+def test_a_fragment_named_without_kunit_is_told_to_add_it(project: pytest.Pytester) -> None:
+    result = project.runpytest("-p", "no:cacheprovider", "kunit.kunitconfig")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: kunit.kunitconfig is a kunitconfig fragment, which pytest collects only with --kunit: "
+            "pytest --kunit kunit.kunitconfig"
+        ]
+    )
+
+
+def test_a_missing_fragment_without_kunit_is_pytest_s_own_not_found(project: pytest.Pytester) -> None:
+    result = project.runpytest("-p", "no:cacheprovider", "missing.kunitconfig")
+    result.stderr.fnmatch_lines(["ERROR: file or directory not found: missing.kunitconfig"])
+
+
+def test_a_kunitpy_glob_for_k_says_how_to_write_it(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    result = project.runpytest(*fake_kernel.options("-k", "example.*"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: -k 'example.*' is a kunit.py filter glob (suite.case with * and ?), which pytest's -k does not "
+            "read*For this glob write -k 'example'; or name the cases by node id (FRAGMENT::SUITE::CASE, one argument "
+            "each)."
+        ]
+    )
+    no_traceback(result)
+    assert fake_kernel.boots() == []
+
+
+def test_a_path_option_written_with_a_space_that_moves_the_rootdir_is_warned_of(
+    project: pytest.Pytester, fake_kernel: FakeKernel
+) -> None:
+    spaced = [
+        word for option in fake_kernel.options() for word in option.split("=", 1) if "--kunit-kernel-src" in option
+    ]
+    arguments = [option for option in fake_kernel.options("--collect-only", "-q") if "--kunit-kernel-src" not in option]
+    result = project.runpytest(*arguments, *spaced)
+    result.stdout.fnmatch_lines(
+        [
+            f"*pytest-kunit: --kunit-kernel-src {fake_kernel.tree} is written with a space: pytest chooses its "
+            f"rootdir before plugins load*instead of {project.path}*Write --kunit-kernel-src={fake_kernel.tree}, "
+            f"or give --rootdir={project.path}."
+        ]
+    )
+    quiet = project.runpytest(*arguments, f"--kunit-kernel-src={fake_kernel.tree}")
+    quiet.stdout.no_fnmatch_line("*written with a space*")
+    quiet.stdout.fnmatch_lines(["kunit.kunitconfig::example::example_simple_test"])
+
+
+def test_a_path_option_written_with_a_space_inside_the_rootdir_is_no_matter(
+    project: pytest.Pytester, fake_kernel: FakeKernel
+) -> None:
+    arguments = [option for option in fake_kernel.options("--collect-only", "-q") if "--kunit-cache-dir" not in option]
+    result = project.runpytest(*arguments, "--kunit-cache-dir", "cache")
+    result.stdout.fnmatch_lines(["kunit.kunitconfig::example::example_simple_test"])
+    result.stdout.no_fnmatch_line("*written with a space*")
+    assert (project.path / "cache").is_dir()
