@@ -88,3 +88,29 @@ def test_a_path_option_written_with_a_space_inside_the_rootdir_is_no_matter(
     result.stdout.fnmatch_lines(["kunit.kunitconfig::example::example_simple_test"])
     result.stdout.no_fnmatch_line("*written with a space*")
     assert (project.path / "cache").is_dir()
+
+
+def test_a_misspelt_symbol_is_offered_the_nearest_names(pytester: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    pytester.makefile(".kunitconfig", typo="CONFIG_KUNIT=y\nCONFIG_KUNIT_EXAMPLE_TESTS=y\n")
+    result = pytester.runpytest(*fake_kernel.options())
+    result.stdout.fnmatch_lines(
+        [
+            "*CONFIG_KUNIT_EXAMPLE_TESTS=y (*typo.kunitconfig:2): no such symbol in this kernel tree; "
+            "did you mean CONFIG_KUNIT_EXAMPLE_TEST?*"
+        ]
+    )
+
+
+def test_a_symbol_of_another_architecture_names_it(pytester: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    (fake_kernel.tree / "arch" / "arm64").mkdir(parents=True)
+    (fake_kernel.tree / "arch" / "arm64" / "Kconfig").write_text(
+        'config ARM64\n\tdef_bool y\n\nconfig ARM64_SVE\n\tbool "SVE"\n'
+    )
+    pytester.makefile(".kunitconfig", sve="CONFIG_KUNIT=y\nCONFIG_ARM64_SVE=y\n")
+    result = pytester.runpytest(*fake_kernel.options())
+    result.stdout.fnmatch_lines(
+        [
+            "*CONFIG_ARM64_SVE=y (*sve.kunitconfig:2): is not set after olddefconfig; CONFIG_ARM64_SVE is defined only "
+            "for arm64 (arch/arm64/Kconfig:4), not arch/x86: --kunit-arch=arm64*"
+        ]
+    )
