@@ -114,3 +114,39 @@ def test_a_symbol_of_another_architecture_names_it(pytester: pytest.Pytester, fa
             "for arm64 (arch/arm64/Kconfig:4), not arch/x86: --kunit-arch=arm64*"
         ]
     )
+
+
+@pytest.mark.parametrize(
+    ("nodeid", "refusal", "names"),
+    [
+        (
+            "kunit.kunitconfig::example::example_simple_tes",
+            "suite kunit.kunitconfig::example has no case 'example_simple_tes' (nearest: example_simple_test*",
+            "*name one of its 4 cases, as the kernel lists them: example_simple_test, example_failing_test, "
+            "example_skip_test, example_params_test; or select with -k.",
+        ),
+        (
+            "kunit.kunitconfig::exampel::example_simple_test",
+            "kunit.kunitconfig has no suite 'exampel' (nearest: example).",
+            "*name one of its 2 suites, as the kernel lists them: example, other; or select with -k.",
+        ),
+    ],
+)
+def test_a_node_id_naming_what_the_kernel_lacks_is_refused_with_what_it_has(
+    project: pytest.Pytester, fake_kernel: FakeKernel, nodeid: str, refusal: str, names: str
+) -> None:
+    cold = project.runpytest(*fake_kernel.options(nodeid))
+    cold.stdout.fnmatch_lines([refusal, names])
+    assert cold.ret == pytest.ExitCode.USAGE_ERROR
+    assert fake_kernel.test_boots() == []
+    # Once the kernel is built and listed, the refusal comes with no build and no boot.
+    boots = len(fake_kernel.boots())
+    warm = project.runpytest(*fake_kernel.options(nodeid))
+    warm.stdout.fnmatch_lines([refusal, "kernel builds: 0 (0.0 s); guest boots: 0 (0.0 s)"])
+    assert len(fake_kernel.boots()) == boots
+    no_traceback(warm)
+
+
+def test_a_node_id_naming_a_case_the_kernel_has_runs_it(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    result = project.runpytest(*fake_kernel.options("kunit.kunitconfig::example::example_simple_test"))
+    result.assert_outcomes(passed=1)
