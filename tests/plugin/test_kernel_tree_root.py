@@ -24,7 +24,12 @@ def hostile_tree(fake_kernel: FakeKernel) -> Path:
         (tree / fragment).parent.mkdir(parents=True, exist_ok=True)
         (tree / fragment).write_text(KUNITCONFIG)
     exits = "from pathlib import Path\nPath(__file__).with_suffix('.imported').touch()\nraise SystemExit(1)\n"
-    for script in ("tools/testing/kunit/kunit_tool_test.py", "tools/testing/selftests/test_exits.py"):
+    scripts = (
+        "tools/testing/kunit/kunit_tool_test.py",
+        "tools/testing/selftests/test_exits.py",
+        "tools/lib/__init__.py",
+    )
+    for script in scripts:
         (tree / script).parent.mkdir(parents=True, exist_ok=True)
         (tree / script).write_text(exits)
     (tree / "tools/testing/selftests/hid/tests").mkdir(parents=True)
