@@ -68,7 +68,7 @@ def _state(node: pytest.Item | pytest.Collector) -> SessionState:
 
 def _chain(node: pytest.Collector) -> tuple[str, ...]:
     """The names of `node` below its fragment in a node id: (suite,), or (arch, suite) in a run over several."""
-    if isinstance(node, KunitconfigFile) or node.parent is None:
+    if isinstance(node, KunitconfigFile) or not isinstance(node.parent, pytest.Collector):
         return ()
     return (*_chain(node.parent), node.name)
 
