@@ -111,10 +111,10 @@ def check_command_line(config: pytest.Config) -> None:
 def no_fragment_hint(directory: Path, base: Path) -> str:
     shown = f"{directory.relative_to(base).as_posix()}/" if directory.is_relative_to(base) else f"{directory}/"
     return (
-        f"kunit: no kunitconfig fragment under {shown}: pytest --kunit collects files named {IN_TREE_NAME} (a "
-        f"directory's own, as kunit.py run --kunitconfig={shown} reads {shown}{IN_TREE_NAME}) or NAME.kunitconfig, "
-        f"and found neither there. Write {shown}{IN_TREE_NAME} (CONFIG_KUNIT=y and your suites' CONFIG_ options), "
-        "or name a fragment: pytest --kunit path/to/x.kunitconfig."
+        f"kunit: no kunitconfig fragment in {shown} or below: pytest --kunit collects files named {IN_TREE_NAME} "
+        f"(kunit.py run --kunitconfig={shown} reads {shown}{IN_TREE_NAME}) and NAME.kunitconfig, and found none. "
+        f"Write {shown}{IN_TREE_NAME} (CONFIG_KUNIT=y and your suites' CONFIG_ options), or name a fragment: "
+        "pytest --kunit path/to/x.kunitconfig."
     )
 
 

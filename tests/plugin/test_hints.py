@@ -16,8 +16,9 @@ def test_a_directory_without_a_fragment_says_what_was_looked_for(
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     result.stdout.fnmatch_lines(
         [
-            "kunit: no kunitconfig fragment under lib/: pytest --kunit collects files named .kunitconfig *"
-            "and found neither there. Write lib/.kunitconfig (CONFIG_KUNIT=y *"
+            "kunit: no kunitconfig fragment in lib/ or below: pytest --kunit collects files named .kunitconfig "
+            "(kunit.py run --kunitconfig=lib/ reads lib/.kunitconfig) and NAME.kunitconfig, and found none. "
+            "Write lib/.kunitconfig (CONFIG_KUNIT=y *"
         ]
     )
     assert fake_kernel.boots() == []
