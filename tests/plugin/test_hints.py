@@ -151,3 +151,12 @@ def test_a_node_id_naming_what_the_kernel_lacks_is_refused_with_what_it_has(
 def test_a_node_id_naming_a_case_the_kernel_has_runs_it(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
     result = project.runpytest(*fake_kernel.options("kunit.kunitconfig::example::example_simple_test"))
     result.assert_outcomes(passed=1)
+
+
+def test_a_path_option_written_with_a_space_is_warned_of_once_under_xdist(
+    project: pytest.Pytester, fake_kernel: FakeKernel
+) -> None:
+    spaced = ["--kunit-kernel-src", str(fake_kernel.tree)]
+    arguments = [option for option in fake_kernel.options("-n", "2") if "--kunit-kernel-src" not in option]
+    result = project.runpytest(*arguments, *spaced)
+    assert result.stdout.str().count("is written with a space") == 1
