@@ -1,6 +1,7 @@
 """pytest-kunit's entry point (`pytest11`): its options and hook specifications, and at configure time, with --kunit
 only, the session's own hooks (face/hooks.py). A pytest run without --kunit imports, checks, prints and runs nothing
-else of it: not even its other settings are read, so a project's stray kunit_* ini key cannot fail an ordinary run."""
+else of it: not even its other settings are read, so a project's stray kunit_* ini key cannot fail an ordinary run. Its
+one word there is for a kunitconfig file named on the command line, which pytest alone would call "not found"."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     if not switch.is_enabled(config):
+        _fragment_without_kunit(config)
         return
     from .arch import ARCHES, Arch
     from .arch.userfile import ArchFileError, load
@@ -84,3 +86,15 @@ def pytest_configure(config: pytest.Config) -> None:
     hooks = importlib.import_module(f"{__package__}.face.hooks")
     hooks.start(config, resolved, {name: arches[name] for name in resolved.arches})
     config.pluginmanager.register(hooks, "kunit-session")
+
+
+def _fragment_without_kunit(config: pytest.Config) -> None:
+    """`pytest x.kunitconfig`, without --kunit: the file exists, yet pytest alone would say it found nothing there."""
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:
+        return
+    for arg in config.args:
+        path = config.invocation_params.dir / arg.split("::")[0]
+        if path.name.endswith(".kunitconfig") and path.is_file():
+            raise pytest.UsageError(
+                f"{arg} is a kunitconfig fragment, which pytest collects only with --kunit: pytest --kunit {arg}"
+            )

@@ -31,10 +31,12 @@ from ..model import STDIN, Settings
 from ..scaleout.image_service import progress_sender, worker_client
 from ..scaleout.protocol import WorkerInput, WorkerOutput, received_input
 from ..scaleout.workers import is_worker, run_id, worker_count
+from .hints import Hints, check_command_line
 from .kcidb import REPORT_KEY, KcidbWriter, case_run
 from .nodes import ARCH_PROPERTY, CASE_PROPERTY, MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
 from .report import junit_properties, junit_writer, split_verdicts
 from .switch import given
+from .tree_root import KernelTreeGround
 
 HANDED = pytest.StashKey[WorkerInput | None]()  # what the xdist controller handed this worker, checked once
 
@@ -44,6 +46,9 @@ def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) ->
     xdist runs (plugin.py registers this module)."""
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
+    check_command_line(config)
+    config.pluginmanager.register(KernelTreeGround(), "kunit-kernel-tree")
+    config.pluginmanager.register(Hints(), "kunit-hints")
     arches = _runnable(config, settings, arches)
     try:
         settings = replace(settings, cache_dir=trusted_cache_dir(settings.cache_dir))

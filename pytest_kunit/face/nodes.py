@@ -14,6 +14,7 @@ from ..fragments.pipeline import STATE, SessionState
 from ..guest.planning import is_slow
 from ..kbuild.case_locations import location_of
 from ..model import Kernel, kernel_key
+from .named_ids import unknown_name_error
 from .report import earlier_text, params_text, render_failure
 
 if TYPE_CHECKING:
@@ -65,12 +66,23 @@ def _state(node: pytest.Item | pytest.Collector) -> SessionState:
     return node.config.stash[STATE]
 
 
+def _chain(node: pytest.Collector) -> tuple[str, ...]:
+    """The names of `node` below its fragment in a node id: (suite,), or (arch, suite) in a run over several."""
+    if isinstance(node, KunitconfigFile) or not isinstance(node.parent, pytest.Collector):
+        return ()
+    return (*_chain(node.parent), node.name)
+
+
 def _suites(parent: pytest.Collector, kernel: Kernel) -> Iterable[KunitSuite]:
-    """The suites of `kernel` (those of its fragment, in a shared kernel) as collectors under `parent`."""
+    """The suites of `kernel` (those of its fragment, in a shared kernel) as collectors under `parent`; a node id
+    on the command line naming a suite it does not have is refused with those it has."""
     suites: dict[str, list[str]] = {}
     for suite, case in kernel.cases:
         if kernel.suites is None or suite in kernel.suites:
             suites.setdefault(suite, []).append(case)
+    unknown = unknown_name_error(parent.config, parent.path, _chain(parent), "suite", list(suites), parent.nodeid)
+    if unknown is not None:
+        raise unknown
     for suite, cases in suites.items():
         yield KunitSuite.from_parent(parent, name=suite, kernel=kernel, cases=cases)
 
@@ -111,13 +123,16 @@ class KunitArch(_ReportsKunitErrors):
         yield from _suites(self, _state(self).kernel_for(self.path, key, self.arch))
 
 
-class KunitSuite(pytest.Collector):
+class KunitSuite(_ReportsKunitErrors):
     def __init__(self, *, kernel: Kernel, cases: list[str], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.kernel = kernel
         self.cases = cases
 
     def collect(self) -> Iterable[pytest.Item]:
+        unknown = unknown_name_error(self.config, self.path, _chain(self), "case", self.cases, f"suite {self.nodeid}")
+        if unknown is not None:
+            raise unknown
         for case in self.cases:
             yield KunitCase.from_parent(self, name=case, kernel=self.kernel, suite=self.name)
 

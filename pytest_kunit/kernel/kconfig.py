@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
+from .kconfig_hints import KconfigSymbols, symbol_hint
 
 _ASSIGNMENT = re.compile(r"^(?P<symbol>CONFIG_[A-Za-z0-9_]+)=(?P<value>.*)$")
 _NOT_SET = re.compile(r"^# (?P<symbol>CONFIG_[A-Za-z0-9_]+) is not set$")
@@ -114,8 +115,12 @@ class Dropped:
     defined: bool
     depends: tuple[str, ...]  # `depends on` lines, then the enclosing `if` and `menu` blocks' conditions
     unmet: tuple[str, ...] = ()  # symbols those conditions name that .config does not set
+    hint: str = ""  # the nearest names of a symbol not defined, the architecture of one defined only for another
 
     def describe(self) -> str:
+        return self._what() + (f"; {self.hint}" if self.hint else "")
+
+    def _what(self) -> str:
         wanted = f"{self.entry.symbol}={self.entry.value}"
         if not self.defined:
             return f"{wanted} ({self.entry.origin}): no such symbol in this kernel tree"
@@ -160,7 +165,8 @@ def dropped_symbols(fragment: Fragment, dotconfig: dict[str, str], tree: Path, s
         unmet = _unmet(needs or (), dotconfig) if entry.value != "n" else ()
         # A symbol asked to be off that is on: what selects it says why, more than what it depends on.
         said = (*walk.selected.get(name, ()), *(needs or ())) if entry.value == "n" else needs or ()
-        dropped.append(Dropped(entry, dotconfig.get(entry.symbol, "n"), needs is not None, said, unmet))
+        hint = symbol_hint(name, unmet, walk.symbols, srcarch)
+        dropped.append(Dropped(entry, dotconfig.get(entry.symbol, "n"), needs is not None, said, unmet, hint))
     return dropped
 
 
@@ -170,8 +176,8 @@ def check_fragment(fragment: Fragment, dotconfig_text: str, tree: Path, srcarch:
         raise ConfigError(
             "The kernel configuration does not hold what the kunitconfig asks for:\n  "
             + "\n  ".join(item.describe() for item in dropped),
-            "enable the symbols these depend on in the kunitconfig (those listed as not set first), "
-            "or fix the symbol names.",
+            "enable the symbols these depend on in the kunitconfig (those listed as not set first), fix a misspelt "
+            "name (the nearest are offered), or build for the architecture a symbol belongs to (--kunit-arch).",
         )
 
 
@@ -204,12 +210,15 @@ class _KconfigWalk:
         self.types: dict[str, str] = {}  # "bool", "tristate", ...: the type line of each wanted symbol's block
         self.selected: dict[str, list[str]] = {}  # "selected by NAME (file:line)": each `select` of a wanted symbol
         self.visited: set[Path] = set()
+        self.symbols = KconfigSymbols()  # every symbol any Kconfig file defines, and where
+        self._in_build_files = True  # while the files the build's own Kconfig sources are read
 
     def run(self) -> dict[str, tuple[str, ...]]:
         self.file(self.tree / "Kconfig", [])
         # Files no `source` reaches (other architectures' Kconfig) only for symbols the build's own files do not
         # define: their definitions there are not this build's.
         self.names = self.names - set(self.needs)
+        self._in_build_files = False
         for path in sorted(self.tree.rglob("Kconfig*")):
             if path.is_file() and ".git" not in path.parts and path not in self.visited:
                 self.file(path, [])
@@ -256,6 +265,7 @@ class _KconfigWalk:
                 menu = None
                 name = start.group(1)
                 block = f"{name} ({relative}:{number})"
+                self.symbols.add(name, f"{relative}:{number}", self._in_build_files)
                 current = None
                 if name in self.names:
                     named = name

@@ -142,6 +142,19 @@ def test_k_selects_one_architecture_of_a_matrix(project: pytest.Pytester, fake_k
     assert boot["params"]["kunit.filter_glob"] == "example.example_simple_test"
 
 
+def test_a_matrix_node_id_naming_a_missing_case_is_refused_with_the_suites_cases(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tools: Path
+) -> None:
+    result = project.runpytest(*own_qemu(fake_kernel, MATRIX, "kunit.kunitconfig::arm64::other::frist"))
+    result.stdout.fnmatch_lines(
+        [
+            "suite kunit.kunitconfig::arm64::other has no case 'frist' (nearest: first).",
+            "What to do: name one of its 2 cases, as the kernel lists them: first, second; or select with -k.",
+        ]
+    )
+    assert fake_kernel.test_boots() == []
+
+
 # Marker expressions with keyword arguments are pytest 8.3's (the floors' pytest 7.4 refuses them as it parses -m).
 @pytest.mark.skipif(
     tuple(int(part) for part in pytest.__version__.split(".")[:2]) < (8, 3), reason="-m with arguments: pytest 8.3+"

@@ -392,3 +392,52 @@ def test_help_text_is_not_a_dependency(tmp_path: Path) -> None:
         "\t  depends on your hardware.\n"
     )
     assert definition(tmp_path, "CHATTY") == ("depends on REAL",)
+
+
+# --- hints: a misspelt name, another architecture's symbol ----------------------------------------------------------
+
+
+def test_a_misspelt_symbol_names_the_nearest_defined_ones(tree: Path) -> None:
+    fragment = parse_fragment('CONFIG_KUNIT_TESTS=y\nCONFIG_stringy="x"\nCONFIG_ZZZZ=y\n', "x.kunitconfig")
+    tests, stringy, nothing = dropped_symbols(fragment, read_dotconfig(DOTCONFIG), tree)
+    assert tests.describe() == (
+        "CONFIG_KUNIT_TESTS=y (x.kunitconfig:1): no such symbol in this kernel tree; did you mean CONFIG_KUNIT_TEST "
+        "or CONFIG_NET_TESTS?"
+    )
+    assert stringy.hint == "did you mean CONFIG_STRINGY?"
+    assert nothing.hint == ""
+
+
+@pytest.fixture
+def arches(tmp_path: Path) -> Path:
+    """A tree whose top Kconfig sources the build's own arch/$(SRCARCH)/Kconfig, as a kernel's does."""
+    (tmp_path / "Kconfig").write_text('source "arch/$(SRCARCH)/Kconfig"\nsource "lib/Kconfig"\n')
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "Kconfig").write_text("config NEEDS_ARM64\n\tbool\n\tdepends on ARM64\n")
+    for arch, own in (("x86", "X86"), ("arm64", "ARM64"), ("riscv", "RISCV")):
+        (tmp_path / "arch" / arch).mkdir(parents=True)
+        (tmp_path / "arch" / arch / "Kconfig").write_text(f"config {own}\n\tdef_bool y\n\nconfig {own}_ONLY\n\tbool\n")
+    return tmp_path
+
+
+def test_a_symbol_only_another_architecture_defines_names_it(arches: Path) -> None:
+    fragment = parse_fragment("CONFIG_ARM64_ONLY=y\nCONFIG_RISCV_ONLY=y\n", "x.kunitconfig")
+    arm64, riscv = dropped_symbols(fragment, {"CONFIG_X86": "y"}, arches, "x86")
+    assert arm64.hint == (
+        "CONFIG_ARM64_ONLY is defined only for arm64 (arch/arm64/Kconfig:4), not arch/x86: --kunit-arch=arm64"
+    )
+    assert riscv.describe().endswith(
+        "defined only for riscv (arch/riscv/Kconfig:4), not arch/x86: --kunit-arch=riscv64"
+    )
+
+
+def test_a_symbol_depending_on_another_architecture_names_it(arches: Path) -> None:
+    (dropped,) = dropped_symbols(parse_fragment("CONFIG_NEEDS_ARM64=y\n", "x"), {"CONFIG_X86": "y"}, arches, "x86")
+    assert dropped.unmet == ("ARM64",)
+    assert (
+        dropped.hint
+        == "CONFIG_ARM64 is defined only for arm64 (arch/arm64/Kconfig:1), not arch/x86: --kunit-arch=arm64"
+    )
+    # Built for arm64, the same symbol is the build's own: no architecture to name.
+    (own,) = dropped_symbols(parse_fragment("CONFIG_NEEDS_ARM64=y\n", "x"), {}, arches, "arm64")
+    assert own.hint == ""
