@@ -60,6 +60,7 @@ class Settings:
     cross_compile: str | None = None  # the CROSS_COMPILE prefix instead of the architecture's; None: its own
     replay: Path | None = None  # a saved console read instead of building and booting; STDIN: read from stdin
     modules: bool = False  # --kunit-modules: tristate suites built as modules, loaded by the initramfs's /init
+    kunit_json: Path | None = None  # where to write the results in kunit.py's --json shape; None: nowhere
 
     @property
     def matrix(self) -> tuple[str, ...]:

@@ -191,6 +191,14 @@ OPTIONS = (
         "would",
         "path",
     ),
+    # kunit.py's run options that pytest had no equivalent of: --json, --alltests, --filter_action=skip.
+    Option(
+        "kunit_json",
+        "write the run's results to this file in the shape of kunit.py's --json (what KernelCI reads): a group per "
+        "suite holding its cases' PASS, FAIL, SKIP or ERROR (no result line), a parameterised case a group of its "
+        "parameters; several kernels a group each",
+        "path",
+    ),
 )
 
 

@@ -31,6 +31,7 @@ from ..scaleout.image_service import worker_client
 from ..scaleout.protocol import WorkerInput, WorkerOutput, received_input
 from ..scaleout.workers import is_worker, run_id, worker_count
 from .kcidb import REPORT_KEY, KcidbWriter, case_run
+from .kunitpy_json import KunitJsonWriter, attach
 from .nodes import ARCH_PROPERTY, CASE_PROPERTY, MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
 from .report import junit_properties, junit_writer, split_verdicts
 from .settings import given
@@ -61,6 +62,8 @@ def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) ->
         state.runner.obtain = client.obtain
     if settings.kcidb is not None and not is_worker(config):
         config.pluginmanager.register(KcidbWriter(config), "kunit-kcidb")
+    if settings.kunit_json is not None and not is_worker(config):
+        config.pluginmanager.register(KunitJsonWriter(settings.kunit_json), "kunit-json")
     if settings.replay is not None:
         _start_replay(config, state)
         return
@@ -239,6 +242,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             if run is not None:
                 # On the report, xdist carries it to the controller, which writes the file.
                 setattr(report, REPORT_KEY, asdict(run))
+        if item.config.stash[STATE].settings.kunit_json is not None:
+            attach(item, report)
 
 
 @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file

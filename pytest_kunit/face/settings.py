@@ -316,4 +316,5 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         cross_compile=knobs.cross_compile(*_raw(config, "kunit_cross_compile")),
         replay=_replay(config),
         modules=_modules(config),
+        kunit_json=_convert(config, "kunit_json", None, _path, "a path"),
     )
