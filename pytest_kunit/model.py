@@ -61,6 +61,7 @@ class Settings:
     replay: Path | None = None  # a saved console read instead of building and booting; STDIN: read from stdin
     modules: bool = False  # --kunit-modules: tristate suites built as modules, loaded by the initramfs's /init
     kunit_json: Path | None = None  # where to write the results in kunit.py's --json shape; None: nowhere
+    alltests: bool = False  # --kunit-alltests: the tree's all_tests.config collected (fragments/alltests.py)
 
     @property
     def matrix(self) -> tuple[str, ...]:

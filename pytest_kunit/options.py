@@ -199,6 +199,13 @@ OPTIONS = (
         "parameters; several kernels a group each",
         "path",
     ),
+    Option(
+        "kunit_alltests",
+        "collect the kernel tree's own tools/testing/kunit/configs/all_tests.config, as kunit.py's --alltests runs "
+        "it (the tree of --kunit-kernel-src, else the one pytest runs in, else the packaged one): alone when no "
+        "path is named, beside the fragments named otherwise; node ids tools/testing/kunit/configs/all_tests.config::",
+        "bool",
+    ),
 )
 
 

@@ -30,6 +30,7 @@ from ..model import STDIN, Settings
 from ..scaleout.image_service import worker_client
 from ..scaleout.protocol import WorkerInput, WorkerOutput, received_input
 from ..scaleout.workers import is_worker, run_id, worker_count
+from . import alltests
 from .kcidb import REPORT_KEY, KcidbWriter, case_run
 from .kunitpy_json import KunitJsonWriter, attach
 from .nodes import ARCH_PROPERTY, CASE_PROPERTY, MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
@@ -64,6 +65,7 @@ def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) ->
         config.pluginmanager.register(KcidbWriter(config), "kunit-kcidb")
     if settings.kunit_json is not None and not is_worker(config):
         config.pluginmanager.register(KunitJsonWriter(settings.kunit_json), "kunit-json")
+    alltests.register(config, settings)
     if settings.replay is not None:
         _start_replay(config, state)
         return

@@ -317,4 +317,5 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         replay=_replay(config),
         modules=_modules(config),
         kunit_json=_convert(config, "kunit_json", None, _path, "a path"),
+        alltests=bool(_raw(config, "kunit_alltests")[0]),
     )
