@@ -33,6 +33,11 @@ class Isolate(enum.Enum):
     CASE = "case"
 
 
+class FilterAction(enum.Enum):
+    DESELECT = "deselect"  # pytest's own: a case not selected is left out of the results
+    SKIP = "skip"  # kunit.py's --filter_action=skip: reported skipped
+
+
 @dataclass(frozen=True)
 class Option:
     name: str  # the ini key; the command-line flag is --name with dashes
@@ -205,6 +210,12 @@ OPTIONS = (
         "it (the tree of --kunit-kernel-src, else the one pytest runs in, else the packaged one): alone when no "
         "path is named, beside the fragments named otherwise; node ids tools/testing/kunit/configs/all_tests.config::",
         "bool",
+    ),
+    Option(
+        "kunit_filter_action",
+        "what becomes of a kernel case the run does not select (-k, -m, --deselect, node ids naming other cases of "
+        "its fragment): deselect (default: left out of the results) or skip (reported skipped as 'filtered out', "
+        "with no boot, as kunit.py's --filter_action=skip)",
     ),
 )
 

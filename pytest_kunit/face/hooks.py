@@ -30,7 +30,7 @@ from ..model import STDIN, Settings
 from ..scaleout.image_service import worker_client
 from ..scaleout.protocol import WorkerInput, WorkerOutput, received_input
 from ..scaleout.workers import is_worker, run_id, worker_count
-from . import alltests
+from . import alltests, filter_action
 from .kcidb import REPORT_KEY, KcidbWriter, case_run
 from .kunitpy_json import KunitJsonWriter, attach
 from .nodes import ARCH_PROPERTY, CASE_PROPERTY, MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
@@ -66,6 +66,7 @@ def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) ->
     if settings.kunit_json is not None and not is_worker(config):
         config.pluginmanager.register(KunitJsonWriter(settings.kunit_json), "kunit-json")
     alltests.register(config, settings)
+    filter_action.register(config, settings)
     if settings.replay is not None:
         _start_replay(config, state)
         return
@@ -226,7 +227,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     cases = [
         PlannedCase(item.nodeid, item.kernel.key, item.suite, item.name)
         for item in session.items
-        if isinstance(item, KunitCase)
+        if isinstance(item, KunitCase) and not filter_action.filtered_out(item)
     ]
     handed = config.stash[HANDED]
     durations = handed.durations if handed else load_durations(state.settings.cache_dir, config.rootpath)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..options import COVERAGE_DIR, OPTIONS, Accel, Isolate, Wrapper
+from ..options import COVERAGE_DIR, OPTIONS, Accel, FilterAction, Isolate, Wrapper
 from ..versions import MAX_CASE_TIMEOUT
 
 if TYPE_CHECKING:
@@ -318,4 +318,5 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         modules=_modules(config),
         kunit_json=_convert(config, "kunit_json", None, _path, "a path"),
         alltests=bool(_raw(config, "kunit_alltests")[0]),
+        filter_action=_convert(config, "kunit_filter_action", FilterAction.DESELECT, FilterAction, "deselect or skip"),
     )
