@@ -140,6 +140,9 @@ def _group(
     return {"name": name, "sub_groups": sub_groups, "test_cases": cases, **common}
 
 
+_WORSE = (KunitPyStatus.FAIL.value, KunitPyStatus.ERROR.value)
+
+
 def _suite_groups(entries: list[JsonCase], common: dict[str, Any]) -> list[dict[str, Any]]:
     """A group per suite, in the kernel's order; a parameterised case is a group of its parameters."""
     suites: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
@@ -147,6 +150,10 @@ def _suite_groups(entries: list[JsonCase], common: dict[str, Any]) -> list[dict[
         sub_groups, cases = suites.setdefault(entry.suite, ([], []))
         if entry.params:
             parameters = [{"name": name, "status": status} for name, status in entry.params]
+            if entry.status in _WORSE and entry.status not in {status for _, status in entry.params}:
+                # The case's verdict is none of its parameters' (it crashed after them, a sanitizer report failed
+                # it): an unnamed entry carries it, as kunit.py's for a parameter it never saw finish.
+                parameters.append({"name": "", "status": entry.status})
             sub_groups.append(_group(entry.case, [], parameters, common))
         else:
             cases.append({"name": entry.case, "status": entry.status})

@@ -111,3 +111,20 @@ def test_kunit_py_s_status_for_each_verdict(status: Status, last_line: str, expe
 
 def test_a_crash_with_no_console_slice_is_an_error() -> None:
     assert outcome_status(outcome(Status.CRASHED, ())) is KunitPyStatus.ERROR
+
+
+def test_a_parameterised_case_s_own_verdict_is_never_lost() -> None:
+    """A case that crashed after its parameters passed (or that a sanitizer report failed) reads as failed."""
+    passing = (("a", "PASS"), ("b", "PASS"))
+    made = document(
+        [
+            entry("s", "crashed", "ERROR", 0, params=passing),
+            entry("s", "reported", "FAIL", 1, params=passing),
+            entry("s", "failed", "FAIL", 2, params=(("a", "PASS"), ("b", "FAIL"))),
+            entry("s", "passed", "PASS", 3, params=passing),
+        ]
+    )
+    cases = {group["name"]: group["test_cases"] for group in made["sub_groups"][0]["sub_groups"]}
+    assert cases["crashed"][-1] == {"name": "", "status": "ERROR"}
+    assert cases["reported"][-1] == {"name": "", "status": "FAIL"}
+    assert len(cases["failed"]) == len(cases["passed"]) == 2
