@@ -9,16 +9,12 @@ import pytest
 from .conftest import FakeKernel
 
 LISTED = [
-    "<Dir *>",
-    "  <KunitconfigFile kunit.kunitconfig>",
-    "    <KunitSuite example>",
-    "      <KunitCase example_simple_test>",
-    "      <KunitCase example_failing_test>",
-    "      <KunitCase example_skip_test>",
-    "      <KunitCase example_params_test>",
-    "    <KunitSuite other>",
-    "      <KunitCase first>",
-    "      <KunitCase second>",
+    "kunit.kunitconfig::example::example_simple_test",
+    "kunit.kunitconfig::example::example_failing_test",
+    "kunit.kunitconfig::example::example_skip_test",
+    "kunit.kunitconfig::example::example_params_test",
+    "kunit.kunitconfig::other::first",
+    "kunit.kunitconfig::other::second",
 ]
 
 
@@ -37,7 +33,7 @@ def test_collect_only_on_a_built_kernel_makes_nothing_and_boots_no_test(
     project.runpytest(*fake_kernel.options("-k", "other")).assert_outcomes(passed=2)
     makes, boots = make_runs(fake_kernel), len(fake_kernel.boots())
     assert list_boots(fake_kernel) == 1 and len(fake_kernel.test_boots()) == 1
-    result = project.runpytest(*fake_kernel.options("--collect-only"))
+    result = project.runpytest(*fake_kernel.options("--collect-only", "-q"))
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(LISTED, consecutive=True)
     result.stdout.fnmatch_lines(["kernel builds: 0 (0.0 s); guest boots: 0 (0.0 s)"])
