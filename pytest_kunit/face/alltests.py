@@ -4,12 +4,13 @@ command line."""
 from __future__ import annotations
 
 from collections.abc import Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ..errors import KunitError
-from ..fragments.alltests import NODEID, alltests_file
+from ..fragments.alltests import ALLTESTS, NODEID, alltests_file
 from ..model import Settings
 from .nodes import KunitconfigFile
 
@@ -28,7 +29,25 @@ def register(config: pytest.Config, settings: Settings) -> None:
 
 class AlltestsCollection:
     """Adds the all_tests.config fragment to what the session collects: to the paths named, or, with none named,
-    in place of the default ones (testpaths, the current directory), as kunit.py runs it alone."""
+    in place of the default ones (testpaths, the current directory), as kunit.py runs it alone. Named itself (its
+    path in the tree, with `::suite::case` or not), it is collected as any fragment named."""
+
+    def __init__(self) -> None:
+        self._path: Path | None = None
+
+    def path(self, config: pytest.Config) -> Path:
+        """The fragment's file, found once."""
+        if self._path is None:
+            try:
+                self._path = alltests_file(config).resolve()
+            except KunitError as error:
+                raise pytest.UsageError(error.render()) from None
+        return self._path
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+        if file_path.name != ALLTESTS.name or file_path.resolve() != self.path(parent.config):
+            return None
+        return KunitconfigFile.from_parent(parent, path=file_path, nodeid=NODEID)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, Any, None]:
@@ -36,13 +55,13 @@ class AlltestsCollection:
         if not isinstance(collector, pytest.Session):
             return
         config = collector.config
-        try:
-            path = alltests_file(config)
-        except KunitError as error:
-            raise pytest.UsageError(error.render()) from None
+        path = self.path(config)
         report = made.get_result()
-        fragment = KunitconfigFile.from_parent(collector, path=path, nodeid=NODEID)
-        if config.args_source is pytest.Config.ArgsSource.ARGS:
-            report.result.append(fragment)
-        else:
-            report.result[:] = [fragment]
+        if config.args_source is not pytest.Config.ArgsSource.ARGS:
+            report.result[:] = [KunitconfigFile.from_parent(collector, path=path, nodeid=NODEID)]
+            return
+        # A path named that holds the file (a tree's root, the file itself) collects it already.
+        base = config.invocation_params.dir
+        named = [(base / arg.split("::")[0]).resolve() for arg in config.args]
+        if not any(path == top or top in path.parents for top in named):
+            report.result.append(KunitconfigFile.from_parent(collector, path=path, nodeid=NODEID))

@@ -60,13 +60,19 @@ def test_the_ini_twin_and_under_xdist(project: pytest.Pytester, fake_kernel: Fak
 
 
 def test_the_tree_pytest_runs_in(pytester: pytest.Pytester, fake_kernel: FakeKernel) -> None:
-    """`cd ~/linux && pytest --kunit --kunit-alltests`: the tree's own file, the tree built in place."""
+    """`cd ~/linux && pytest --kunit --kunit-alltests`: the tree's own file, the tree built in place; there, a node
+    id of the fragment names its cases as any fragment's does."""
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(fake_kernel.tree)
         result = pytester.runpytest_subprocess(*without_source(fake_kernel.options("--kunit-alltests", "-rA")))
+        named = pytester.runpytest_subprocess(*without_source(fake_kernel.options("--kunit-alltests", CASES[4])))
+        root = pytester.runpytest_subprocess(*without_source(fake_kernel.options("--kunit-alltests", "-q", ".")))
     result.assert_outcomes(passed=3, failed=2, skipped=1)
     result.stdout.fnmatch_lines([f"PASSED {CASES[0]}"])
     result.stdout.fnmatch_lines([f"kunit: kernel tree {fake_kernel.tree} (the tree the fragment lies in), no patches*"])
+    named.assert_outcomes(passed=1)
+    assert fake_kernel.filters()[1] == "other.first"
+    root.assert_outcomes(passed=3, failed=2, skipped=1)  # the tree's root holds the file: collected once
 
 
 def test_a_tarball_s_file_builds_the_tarball(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
@@ -98,3 +104,11 @@ def test_alltests_and_replay_are_refused_together(project: pytest.Pytester, fake
     result = project.runpytest(*fake_kernel.options("--kunit-alltests", "--kunit-replay", "console.log"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--kunit-alltests builds and runs*--kunit-replay builds nothing*"])
+
+
+def test_lf_reruns_its_failures_by_their_node_ids(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    project.runpytest(*fake_kernel.options("--lf", "--kunit-alltests")).assert_outcomes(passed=3, failed=2, skipped=1)
+    result = project.runpytest(*fake_kernel.options("--lf", "--kunit-alltests"))
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines([f"FAILED {CASES[1]}*", f"FAILED {CASES[3]}*"])
+    assert fake_kernel.filters()[-1] == "example.example_failing_test,example.example_params_test"
