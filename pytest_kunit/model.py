@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .arch import Arch
-from .options import Accel, Isolate, Wrapper
+from .options import Accel, FilterAction, Isolate, Wrapper
 from .versions import TreeFeatures
 
 CaseId = tuple[str, str]  # (suite, case)
@@ -60,6 +60,9 @@ class Settings:
     cross_compile: str | None = None  # the CROSS_COMPILE prefix instead of the architecture's; None: its own
     replay: Path | None = None  # a saved console read instead of building and booting; STDIN: read from stdin
     modules: bool = False  # --kunit-modules: tristate suites built as modules, loaded by the initramfs's /init
+    kunit_json: Path | None = None  # where to write the results in kunit.py's --json shape; None: nowhere
+    alltests: bool = False  # --kunit-alltests: the tree's all_tests.config collected (fragments/alltests.py)
+    filter_action: FilterAction = FilterAction.DESELECT  # what becomes of the cases a run does not select
 
     @property
     def matrix(self) -> tuple[str, ...]:

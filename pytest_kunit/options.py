@@ -88,6 +88,11 @@ class Isolate(enum.Enum):
     CASE = "case"
 
 
+class FilterAction(enum.Enum):
+    DESELECT = "deselect"  # pytest's own: a case not selected is left out of the results
+    SKIP = "skip"  # kunit.py's --filter_action=skip: reported skipped
+
+
 def cache_home() -> Path:
     # The XDG base directory specification: a relative path is invalid and is ignored.
     xdg = os.environ.get("XDG_CACHE_HOME", "")
@@ -341,6 +346,36 @@ OPTIONS = (
         None,
         "FILE",
         kunitpy="kunit.py parse",
+    ),
+    # kunit.py's run options that pytest had no equivalent of: --json, --alltests, --filter_action=skip.
+    Option(
+        "kunit_json",
+        "write the run's results to this file in the shape of kunit.py's --json (what KernelCI reads): a group per "
+        "suite holding its cases' PASS, FAIL, SKIP or ERROR (no result line), a parameterised case a group of its "
+        "parameters; several kernels a group each",
+        PATH,
+        None,
+        "FILE",
+        kunitpy="--json",
+        field="kunit_json",
+    ),
+    Option(
+        "kunit_alltests",
+        "collect the kernel tree's own tools/testing/kunit/configs/all_tests.config, as kunit.py's --alltests runs "
+        "it (the tree of --kunit-kernel-src, else the one pytest runs in, else the packaged one): alone when no "
+        "path is named, beside the fragments named otherwise; node ids tools/testing/kunit/configs/all_tests.config::",
+        FLAG,
+        False,
+        kunitpy="--alltests",
+    ),
+    Option(
+        "kunit_filter_action",
+        "what becomes of a kernel case the run does not select (-k, -m, --deselect, node ids naming other cases of "
+        "its fragment): deselect (left out of the results) or skip (reported skipped as 'filtered out', with no "
+        "boot, as kunit.py's --filter_action=skip)",
+        choice(FilterAction),
+        FilterAction.DESELECT,
+        kunitpy="--filter_action",
     ),
 )
 

@@ -31,8 +31,10 @@ from ..model import STDIN, Settings
 from ..scaleout.image_service import progress_sender, worker_client
 from ..scaleout.protocol import WorkerInput, WorkerOutput, received_input
 from ..scaleout.workers import is_worker, run_id, worker_count
+from . import alltests, filter_action
 from .hints import Hints, check_command_line
 from .kcidb import REPORT_KEY, KcidbWriter, case_run
+from .kunitpy_json import KunitJsonWriter, attach
 from .nodes import ARCH_PROPERTY, CASE_PROPERTY, MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
 from .report import junit_properties, junit_writer, split_verdicts
 from .switch import given
@@ -69,6 +71,10 @@ def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) ->
         state.runner.obtain = client.obtain
     if settings.kcidb is not None and not is_worker(config):
         config.pluginmanager.register(KcidbWriter(config), "kunit-kcidb")
+    if settings.kunit_json is not None and not is_worker(config):
+        config.pluginmanager.register(KunitJsonWriter(settings.kunit_json), "kunit-json")
+    alltests.register(config, settings)
+    filter_action.register(config, settings)
     if settings.replay is not None:
         _start_replay(config, state)
         return
@@ -229,7 +235,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     cases = [
         PlannedCase(item.nodeid, item.kernel.key, item.suite, item.name)
         for item in session.items
-        if isinstance(item, KunitCase)
+        if isinstance(item, KunitCase) and not filter_action.filtered_out(item)
     ]
     handed = config.stash[HANDED]
     durations = handed.durations if handed else load_durations(state.settings.cache_dir, config.rootpath)
@@ -247,6 +253,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             if run is not None:
                 # On the report, xdist carries it to the controller, which writes the file.
                 setattr(report, REPORT_KEY, asdict(run))
+        if item.config.stash[STATE].settings.kunit_json is not None:
+            attach(item, report)
 
 
 @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file

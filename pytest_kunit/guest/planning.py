@@ -17,7 +17,8 @@ from .prefix_groups import covering_globs, literal, prefix_groups
 
 # A suite never timed before is assumed to take this long per case (TCG runs a typical case in tens of ms).
 ESTIMATED_CASE_SECONDS = 0.05
-FRAGMENT_SUFFIX = "kunitconfig"  # `*.kunitconfig` and in-tree `.kunitconfig` files alike
+# `*.kunitconfig` and in-tree `.kunitconfig` files alike, and --kunit-alltests' fragment (fragments/alltests.py)
+FRAGMENT_SUFFIXES = ("kunitconfig", "tools/testing/kunit/configs/all_tests.config")
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def case_from_nodeid(nodeid: str, matrix: Collection[str] = ()) -> PlannedCase |
             return None
         fragment = kernel_key(fragment, arch)
     suite, _, case = rest.partition("::")
-    if not fragment.partition("::")[0].endswith(FRAGMENT_SUFFIX) or not suite or not case or "::" in case:
+    if not fragment.partition("::")[0].endswith(FRAGMENT_SUFFIXES) or not suite or not case or "::" in case:
         return None
     return PlannedCase(nodeid, fragment, suite, case)
 
