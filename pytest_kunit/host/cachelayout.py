@@ -23,7 +23,9 @@ an existing cache stays valid.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,6 +115,19 @@ class CacheLayout:
 
     def coverage_run(self, run: str) -> Path:
         return self.coverage_runs() / run
+
+    @staticmethod
+    def coverage_boot(run_directory: Path, name: str) -> Path | None:
+        """The directory of one boot's counters, by the name an xdist worker gave it, inside `run_directory`; None
+        for a name that is a path (absolute, `..`, with a slash), a link, or nothing there (a worker on another host
+        keeps its boots in its own cache)."""
+        if name in ("", ".", "..") or "/" in name or "\0" in name:
+            return None
+        boot = run_directory / name
+        try:
+            return boot if stat.S_ISDIR(os.lstat(boot).st_mode) else None
+        except OSError:
+            return None
 
     # --- small files -----------------------------------------------------------------------------------------------
 
