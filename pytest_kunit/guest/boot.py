@@ -20,6 +20,7 @@ from ..console import ktap, oops
 from ..console.transcript import BootRecord, BoundedConsole
 from ..errors import BootError
 from ..host.processes import kill_group
+from .cmdline import one_word
 from .console_lines import LineSplitter
 from .launch import launcher
 
@@ -87,7 +88,8 @@ def _kill_live_guests() -> None:
 def command_line(request: BootRequest) -> list[str]:
     kernel_args = request.kernel_args
     if request.initrd is not None and request.arch.qemu is None:
-        kernel_args = (*kernel_args, f"initrd={request.initrd}")  # UML reads its initramfs from a host file
+        # UML reads its initramfs from a host file named on its command line.
+        kernel_args = (*kernel_args, f"initrd={one_word(request.initrd)}")
     command = launcher(request.arch).command(request.image, kernel_args, request.accel, request.qemu)
     if request.initrd is not None and request.arch.qemu is not None:
         command[1:1] = ["-initrd", str(request.initrd)]
