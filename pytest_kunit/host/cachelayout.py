@@ -29,6 +29,26 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+# Every directory at the cache's top (what the layout above names): each made mode 0700 when the cache is first
+# trusted (cachedir.py), so that what make and the runner create inside, with the user's umask, is reachable by no one
+# else even in a cache others can read.
+TOP_DIRECTORIES = (
+    "src",
+    "build",
+    "configs",
+    "images",
+    "consoles",
+    "coverage",
+    "lists",
+    "durations",
+    "kvm",
+    "shared",
+    "initramfs",
+    "locks",
+    "used",
+    "replays",
+)
+
 # A console's file name: when it was written, the run that wrote it, the process, the boot's number in it.
 CONSOLE_NAME = re.compile(r"(?P<stamp>\d{8}-\d{6})-(?:(?P<run>[0-9a-f]+)-)?(?P<pid>\d+)-(?P<boot>\d+)\.log")
 
@@ -88,7 +108,7 @@ class CacheLayout:
     def mark_used(self, entry: Path) -> None:
         """Record that a run uses `entry` now (its stamp's mtime), so eviction leaves it alone for a while."""
         stamp = self.used_stamp(entry)
-        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         stamp.touch()
 
     # --- what runs leave behind ----------------------------------------------------------------------------------
