@@ -64,8 +64,6 @@ def _fits(value: Any, declared: Any) -> bool:
     """Whether `value`, as plain data from a worker, has the `declared` type of a dataclass field."""
     if declared is bool:
         return type(value) is bool
-    if declared is int:
-        return type(value) is int and value >= 0
     if declared is float:
         return _is_number(value)
     if declared is str:
@@ -89,16 +87,18 @@ def _typed(value: Any, declared: dict[str, Any]) -> TypeGuard[dict[str, Any]]:
     )
 
 
+def _clean(value: Any) -> Any:
+    """A worker's text (a string, or a sequence of them) without terminal controls: the controller shows it on its
+    terminal and in its reports; anything else as it is."""
+    if isinstance(value, str):
+        return strip_controls(value)
+    if isinstance(value, list | tuple):
+        return tuple(map(_clean, value))
+    return value
+
+
 def _cleaned(fields: dict[str, Any]) -> dict[str, Any]:
-    """A worker's text without terminal controls: it is shown on the controller's terminal and in its reports."""
-    return {
-        name: strip_controls(value)
-        if isinstance(value, str)
-        else tuple(strip_controls(item) for item in value)
-        if isinstance(value, list | tuple)
-        else value
-        for name, value in fields.items()
-    }
+    return {name: _clean(value) for name, value in fields.items()}
 
 
 def _is_boot_name(name: Any) -> bool:
