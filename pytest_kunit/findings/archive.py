@@ -69,6 +69,25 @@ def _real_directories(root: Path, parts: tuple[str, ...]) -> bool:
     return True
 
 
+def _write_new(root: Path, relative: PurePosixPath, archive: tarfile.TarFile, member: tarfile.TarInfo) -> str | None:
+    """Write `member` as a new file at `relative` below `root`; None once written, else why it was not."""
+    try:
+        if not _real_directories(root, relative.parts[:-1]):
+            return "a directory on its way is a link or a file"
+        source = archive.extractfile(member)
+        assert source is not None  # a regular file's data
+        target = root.joinpath(*relative.parts)
+        try:
+            handle = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except FileExistsError:
+            return "named twice"
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(source.read())
+    except OSError as error:  # a name the file system refuses: too long, a file where a directory must go
+        return f"not written ({error.strerror or error})"
+    return None
+
+
 def extract(
     tar: bytes, destination: Path, place: Callable[[str], str | None], suffix: str, limits: Limits
 ) -> Extracted:
@@ -115,17 +134,9 @@ def _extract_members(
         total += member.size
         if total > limits.max_bytes:
             raise UnsafeArchive(f"The archive's files weigh more than {limits.max_bytes} bytes: the rest refused.")
-        if not _real_directories(root, relative.parts[:-1]):
-            result.refused.append(f"{name}: a directory on its way is a link or a file")
+        refused = _write_new(root, relative, archive, member)
+        if refused is not None:
+            result.refused.append(f"{name}: {refused}")
             continue
         target = root.joinpath(*relative.parts)
-        source = archive.extractfile(member)
-        assert source is not None  # a regular file's data
-        try:
-            handle = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        except FileExistsError:
-            result.refused.append(f"{name}: named twice")
-            continue
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(source.read())
         result.files.append(target)

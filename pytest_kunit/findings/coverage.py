@@ -64,10 +64,19 @@ def unpack(tar: bytes, build_dir: Path, destination: Path) -> archive.Extracted:
         return name[len(prefix) :] if name.startswith(prefix) else None
 
     extracted = archive.extract(tar, destination, place, ".gcda", LIMITS)
+    linked = []
     for target in extracted.files:
-        gcno = build_dir / target.relative_to(destination.resolve()).with_suffix(".gcno")
-        if gcno.exists():
-            os.symlink(gcno, target.with_suffix(".gcno"))
+        relative = target.relative_to(destination.resolve())
+        gcno = build_dir / relative.with_suffix(".gcno")
+        try:
+            if gcno.exists():
+                os.symlink(gcno, target.with_suffix(".gcno"))
+        except OSError as error:  # the guest sent something else by that name (a directory of counters): gcov
+            target.unlink()  # would fail on these counters, and gcovr with it on the whole report
+            extracted.refused.append(f"{relative}: its notes' link not made ({error.strerror or error})")
+            continue
+        linked.append(target)
+    extracted.files = linked
     return extracted
 
 

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..arch import Arch
 from ..console import ktap, oops
-from ..console.transcript import BootRecord, BoundedConsole, console_line
+from ..console.transcript import BootRecord, BoundedConsole
 from ..errors import BootError
 from ..host.processes import kill_group
 from ..options import BOOT_ALLOWANCE
+from .cmdline import one_word
+from .console_lines import LineSplitter
 from .launch import launcher
 
 if TYPE_CHECKING:
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 
 PIPE_BYTES = 1 << 20  # the most an unprivileged process may ask (/proc/sys/fs/pipe-max-size's default)
 READ_BYTES = 1 << 16  # the most one read of the console takes: a backlog comes in a few reads, not 2,000 bytes each
+_PIPE_NAP = 0.001  # how long a reader of a pipe with nothing in it waits before looking again
 
 
 def watchdog_seconds(case_timeout: float) -> float:
@@ -80,7 +83,8 @@ def _kill_live_guests() -> None:
 def command_line(request: BootRequest) -> list[str]:
     kernel_args = request.kernel_args
     if request.initrd is not None and request.arch.qemu is None:
-        kernel_args = (*kernel_args, f"initrd={request.initrd}")  # UML reads its initramfs from a host file
+        # UML reads its initramfs from a host file named on its command line.
+        kernel_args = (*kernel_args, f"initrd={one_word(request.initrd)}")
     command = launcher(request.arch).command(request.image, kernel_args, request.accel, request.qemu)
     if request.initrd is not None and request.arch.qemu is not None:
         command[1:1] = ["-initrd", str(request.initrd)]
@@ -115,9 +119,6 @@ class Guest:
                 f"{self._launcher.program} could not be started: {self.record.command[0]}: {why}.",
                 self._launcher.start_remedy,
             ) from None
-        # pexpect sleeps after every read by default (0.1 ms asked, 0.2-0.3 ms taken): 3,800 sleeps for a UML
-        # console, which only hold the reader behind the guest (0.7 s of a profiled run; no wall time measured).
-        self._child.delayafterread = None
         _LIVE.add(self._child)
 
     def _spawn(self) -> pexpect.spawn[str] | PopenSpawn[str]:
@@ -157,10 +158,11 @@ class Guest:
     def lines(self, first_output_timeout: float | None = None) -> Iterator[str]:
         import pexpect
 
-        child = self._child
         request = self.request
         deadline = self._started + request.deadline if request.deadline is not None else None
         seen_output = False
+        # Lines are split here, not by pexpect: its buffer keeps everything up to a newline, however long.
+        splitter = LineSplitter()
         while True:
             timeout = request.silence_timeout
             if not seen_output and first_output_timeout is not None:
@@ -176,11 +178,10 @@ class Guest:
                     return
                 timeout = min(timeout, left)
             try:
-                # A plain search from where the last read ended: a long line costs linear time, not a regex rescan.
-                child.expect_exact("\n", timeout=timeout)
+                text = self._read(timeout)
             except pexpect.EOF:
-                tail = child.before or ""
-                if tail.strip():
+                tail = splitter.finish()
+                if tail is not None:
                     yield self._keep(tail)
                 return
             except pexpect.TIMEOUT:
@@ -190,12 +191,29 @@ class Guest:
                 self.record.killed_for = f"the guest printed nothing for {timeout:g} s and was killed"
                 return
             seen_output = True
-            yield self._keep(child.before or "")
+            for line in splitter.feed(text):
+                yield self._keep(line)
 
-    def _keep(self, text: str) -> str:
-        # Firmware's terminal escapes (clear screen, reset) mean nothing in a report, a file or a log; an over-long
-        # line is cut before anything parses it.
-        line = console_line(text)
+    def _read(self, timeout: float) -> str:
+        """What the guest printed next (up to READ_BYTES), waiting at most `timeout` seconds for it."""
+        import pexpect
+        from pexpect.popen_spawn import PopenSpawn
+
+        child = self._child
+        if not isinstance(child, PopenSpawn):
+            return child.read_nonblocking(READ_BYTES, timeout)
+        # A pipe's reader hands back what its thread has read so far, "" if nothing yet: wait here, in short naps.
+        read: Callable[[int, float], str] = cast(Any, child).read_nonblocking  # untyped in pexpect's stubs
+        until = time.monotonic() + timeout
+        while True:
+            text = read(READ_BYTES, timeout)
+            if text:
+                return text
+            if time.monotonic() >= until:
+                raise pexpect.TIMEOUT(f"nothing read in {timeout:g} s")
+            time.sleep(_PIPE_NAP)
+
+    def _keep(self, line: str) -> str:
         self._console.append(line)
         if self._sink is not None:
             self._sink(line)

@@ -1,11 +1,16 @@
-"""How long a boot's kernel command line may be: the kernel keeps COMMAND_LINE_SIZE bytes of it, its
+"""A boot's kernel command line: how long it may be (the kernel keeps COMMAND_LINE_SIZE bytes of it, its
 `boot_command_line` array, whose size the symbol table of vmlinux records, and on most architectures cuts the rest
-without a word (m68k and alpha keep 256 bytes, and sh4's r2d passes no more: a filter naming a dozen suites
-already runs past them)."""
+without a word: m68k and alpha keep 256 bytes, and sh4's r2d passes no more: a filter naming a dozen suites already
+runs past them), and a host path as one word of it."""
 
 from __future__ import annotations
 
+import atexit
 import functools
+import hashlib
+import re
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -63,3 +68,34 @@ def check_fits(kernel: Kernel, args: Sequence[str]) -> None:
             "own add to every boot; pytest-kunit splits its own filter into as many boots as the kernel needs.",
             detail=f"Command line:\n{' '.join(args)}",
         )
+
+
+# What ends a word of the kernel's command line (lib/cmdline.c next_arg: whitespace) or quotes it.
+_SPLITS = re.compile(r'[\s"]')
+
+
+def one_word(path: Path) -> Path:
+    """`path` as one word of a kernel command line: itself, or, if it holds a space or a quote, a link to it from a
+    private directory whose path holds neither. Quoting cannot do it: UML's own `initrd=` takes the rest of its
+    argument as it is, quotes and all, while the kernel's parser splits that argument at the space and hands init the
+    rest as a stray word."""
+    if not _SPLITS.search(str(path)):
+        return path
+    link = _links() / hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    if not link.is_symlink():
+        link.symlink_to(path)
+    return link
+
+
+@functools.cache
+def _links() -> Path:
+    """This process's directory of links (mode 0700, made by mkdtemp: no one else can replace a link in it)."""
+    directory = Path(tempfile.mkdtemp(prefix="pytest-kunit-"))
+    atexit.register(shutil.rmtree, directory, True)
+    if _SPLITS.search(str(directory)):
+        raise KunitError(
+            f"A path the kernel reads from its command line holds a space, and so does the temporary directory "
+            f"{directory} where pytest-kunit would link it from.",
+            "set TMPDIR to a directory whose path has no spaces (or use --kunit-cache-dir without spaces).",
+        )
+    return directory

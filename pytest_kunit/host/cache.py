@@ -29,7 +29,7 @@ class CacheWarning(KunitWarning):
 
 def write_atomically(path: Path, content: str | bytes) -> None:
     """Readers see the old file or the whole new one, never a part (a crash mid-write leaves only a temp file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as stream:

@@ -23,9 +23,31 @@ an existing cache stays valid.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+# Every directory at the cache's top (what the layout above names): each made mode 0700 when the cache is first
+# trusted (cachedir.py), so that what make and the runner create inside, with the user's umask, is reachable by no one
+# else even in a cache others can read.
+TOP_DIRECTORIES = (
+    "src",
+    "build",
+    "configs",
+    "images",
+    "consoles",
+    "coverage",
+    "lists",
+    "durations",
+    "kvm",
+    "shared",
+    "initramfs",
+    "locks",
+    "used",
+    "replays",
+)
 
 # A console's file name: when it was written, the run that wrote it, the process, the boot's number in it.
 CONSOLE_NAME = re.compile(r"(?P<stamp>\d{8}-\d{6})-(?:(?P<run>[0-9a-f]+)-)?(?P<pid>\d+)-(?P<boot>\d+)\.log")
@@ -86,7 +108,7 @@ class CacheLayout:
     def mark_used(self, entry: Path) -> None:
         """Record that a run uses `entry` now (its stamp's mtime), so eviction leaves it alone for a while."""
         stamp = self.used_stamp(entry)
-        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         stamp.touch()
 
     # --- what runs leave behind ----------------------------------------------------------------------------------
@@ -113,6 +135,19 @@ class CacheLayout:
 
     def coverage_run(self, run: str) -> Path:
         return self.coverage_runs() / run
+
+    @staticmethod
+    def coverage_boot(run_directory: Path, name: str) -> Path | None:
+        """The directory of one boot's counters, by the name an xdist worker gave it, inside `run_directory`; None
+        for a name that is a path (absolute, `..`, with a slash), a link, or nothing there (a worker on another host
+        keeps its boots in its own cache)."""
+        if name in ("", ".", "..") or "/" in name or "\0" in name:
+            return None
+        boot = run_directory / name
+        try:
+            return boot if stat.S_ISDIR(os.lstat(boot).st_mode) else None
+        except OSError:
+            return None
 
     # --- small files -----------------------------------------------------------------------------------------------
 

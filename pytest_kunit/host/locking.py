@@ -50,8 +50,25 @@ def _waited_too_long(name: str, sidecar: Path) -> KunitError:
 def _lock(cache_dir: Path, name: str) -> tuple[filelock.FileLock, Path]:
     """The lock `name` and its holder's note."""
     locks = CacheLayout(cache_dir).locks()
-    locks.mkdir(parents=True, exist_ok=True)
+    locks.mkdir(mode=0o700, parents=True, exist_ok=True)
     return filelock.FileLock(str(locks / f"{name}.lock")), locks / f"{name}.holder"
+
+
+@contextmanager
+def _unopenable(lock: filelock.FileLock) -> Iterator[None]:
+    """A lock file that cannot be opened (a link planted in its place: filelock refuses to follow it) as a
+    paragraph, not a traceback."""
+    try:
+        yield
+    except filelock.Timeout:
+        raise  # a TimeoutError, an OSError too: the lock is held, not broken
+    except OSError as error:
+        raise KunitError(
+            f"The cache lock {lock.lock_file} cannot be opened: {error.strerror or error}"
+            + (" (it is a link, which a lock file never is)." if os.path.islink(lock.lock_file) else "."),
+            f"remove it (rm {lock.lock_file}) if no pytest-kunit run is using the cache, and see who else could "
+            "write there.",
+        ) from None
 
 
 @contextmanager
@@ -70,7 +87,8 @@ def cache_lock_if_free(cache_dir: Path, name: str, what: str) -> Iterator[bool]:
     (False): for work that may as well be skipped, as evicting what another run is using."""
     lock, sidecar = _lock(cache_dir, name)
     try:
-        lock.acquire(timeout=0)
+        with _unopenable(lock):
+            lock.acquire(timeout=0)
     except filelock.Timeout:
         yield False
         return
@@ -84,13 +102,15 @@ def cache_lock(cache_dir: Path, name: str, what: str = "", note: Callable[[str],
     `note` is told once who holds it."""
     lock, sidecar = _lock(cache_dir, name)
     try:
-        lock.acquire(timeout=NOTE_AFTER if note is not None else WAIT_AT_MOST)
+        with _unopenable(lock):
+            lock.acquire(timeout=NOTE_AFTER if note is not None else WAIT_AT_MOST)
     except filelock.Timeout:
         if note is None:
             raise _waited_too_long(name, sidecar) from None
         note(f"waiting for the cache lock {name}: {_holder(sidecar)}")
         try:
-            lock.acquire(timeout=WAIT_AT_MOST)
+            with _unopenable(lock):
+                lock.acquire(timeout=WAIT_AT_MOST)
         except filelock.Timeout:
             raise _waited_too_long(name, sidecar) from None
     with _held(lock, sidecar, what):

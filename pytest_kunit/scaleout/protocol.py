@@ -5,12 +5,15 @@ and a controller running different pytest-kunit versions say so instead of misre
 from __future__ import annotations
 
 import math
+import types
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, TypeGuard
+from pathlib import Path
+from typing import Any, TypeGuard, Union, get_args, get_origin, get_type_hints
 
 import pytest
 
+from ..console.transcript import strip_controls
 from ..errors import KunitError
 from ..findings.sanitizer_verdicts import OutsideReport
 from ..model import BuiltKernel, Durations, Stats
@@ -28,8 +31,10 @@ _OUTPUT = {
     "coverage_boots": "kunit_coverage_boots",
 }
 _SUMMED_STATS = tuple(field.name for field in fields(Stats) if field.name != "filters")
-_KERNEL_FIELDS = {field.name for field in fields(BuiltKernel)}
-_REPORT_FIELDS = {field.name for field in fields(OutsideReport)}
+# Each field's declared type, which a worker's value must have: a worker's output is data from another process,
+# possibly another host, and what it says reaches the controller's files and terminal.
+_KERNEL_TYPES = get_type_hints(BuiltKernel)
+_REPORT_TYPES = get_type_hints(OutsideReport)
 
 
 class ProtocolMismatch(KunitError):
@@ -39,7 +44,8 @@ class ProtocolMismatch(KunitError):
 def _mismatch(side: str, what: str) -> ProtocolMismatch:
     return ProtocolMismatch(
         f"The {side} sent pytest-kunit data this process cannot read ({what}; this process speaks protocol "
-        f"{PROTOCOL}): the xdist controller and its workers run different pytest-kunit versions.",
+        f"{PROTOCOL}): the xdist controller and its workers run different pytest-kunit versions, or a worker sent what "
+        "no pytest-kunit sends.",
         "install the same pytest-kunit on the controller and on every worker host (-d --tx), and run again.",
     )
 
@@ -52,6 +58,52 @@ def _check_version(given: Mapping[str, Any], side: str) -> None:
 
 def _is_number(value: Any) -> bool:
     return type(value) in (int, float) and 0 <= value < math.inf
+
+
+def _fits(value: Any, declared: Any) -> bool:
+    """Whether `value`, as plain data from a worker, has the `declared` type of a dataclass field."""
+    if declared is bool:
+        return type(value) is bool
+    if declared is float:
+        return _is_number(value)
+    if declared is str:
+        return isinstance(value, str)
+    if declared is type(None):
+        return value is None
+    origin, arguments = get_origin(declared), get_args(declared)
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, argument) for argument in arguments)
+    if origin is tuple and arguments[1:] == (Ellipsis,):
+        return isinstance(value, list | tuple) and all(_fits(item, arguments[0]) for item in value)
+    raise TypeError(f"no check for a field declared {declared!r}")  # a new field's type: teach _fits it
+
+
+def _typed(value: Any, declared: dict[str, Any]) -> TypeGuard[dict[str, Any]]:
+    """Whether `value` is a dataclass's fields as a dict, each of its declared type."""
+    return (
+        isinstance(value, dict)
+        and set(value) == set(declared)
+        and all(_fits(value[name], kind) for name, kind in declared.items())
+    )
+
+
+def _clean(value: Any) -> Any:
+    """A worker's text (a string, or a sequence of them) without terminal controls: the controller shows it on its
+    terminal and in its reports; anything else as it is."""
+    if isinstance(value, str):
+        return strip_controls(value)
+    if isinstance(value, list | tuple):
+        return tuple(map(_clean, value))
+    return value
+
+
+def _cleaned(fields: dict[str, Any]) -> dict[str, Any]:
+    return {name: _clean(value) for name, value in fields.items()}
+
+
+def _is_boot_name(name: Any) -> bool:
+    """A boot's directory as a worker names it: one plain name inside the run's coverage directory, never a path."""
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and name.isprintable()
 
 
 def _valid_durations(value: Any) -> TypeGuard[Durations]:
@@ -101,7 +153,9 @@ class WorkerOutput:
     suite_seconds: Durations  # suite run times measured here, for the controller to store
     outside_reports: list[dict[str, Any]]  # OutsideReports.dump(): sanitizer reports printed while no case ran
     kernels: tuple[BuiltKernel, ...]  # what this worker knows of each fragment's kernel
-    coverage_boots: list[str]  # the directories of the boots whose GCOV counters were kept
+    # The boots whose GCOV counters were kept, by their directories' names inside the run's coverage directory: the
+    # controller finds them in its own cache (cachelayout.py), so a worker can name nothing outside it.
+    coverage_boots: list[str]
 
     @staticmethod
     def of(
@@ -112,7 +166,8 @@ class WorkerOutput:
         coverage_boots: list[str],
     ) -> WorkerOutput:
         summed = {name: getattr(stats, name) for name in _SUMMED_STATS}
-        return WorkerOutput(summed, suite_seconds, outside, tuple(kernels), list(coverage_boots))
+        boots = [Path(boot).name for boot in coverage_boots]
+        return WorkerOutput(summed, suite_seconds, outside, tuple(kernels), boots)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {VERSION_KEY: PROTOCOL}
@@ -132,18 +187,15 @@ class WorkerOutput:
             raise _mismatch("xdist worker", "malformed figures")
         if not _valid_durations(suite_seconds):
             raise _mismatch("xdist worker", "malformed suite durations")
-        if not isinstance(outside, list) or not all(
-            isinstance(report, dict) and set(report) == _REPORT_FIELDS for report in outside
-        ):
+        if not isinstance(outside, list) or not all(_typed(report, _REPORT_TYPES) for report in outside):
             raise _mismatch("xdist worker", "malformed sanitizer reports")
-        if not isinstance(kernels, list) or not all(
-            isinstance(kernel, dict) and set(kernel) == _KERNEL_FIELDS for kernel in kernels
-        ):
+        if not isinstance(kernels, list) or not all(_typed(kernel, _KERNEL_TYPES) for kernel in kernels):
             raise _mismatch("xdist worker", "malformed kernels")
-        if not isinstance(boots, list) or not all(isinstance(boot, str) for boot in boots):
-            raise _mismatch("xdist worker", "malformed coverage boots")
-        built = tuple(BuiltKernel(**kernel) for kernel in kernels)
-        return WorkerOutput(stats, suite_seconds, outside, built, boots)
+        if not isinstance(boots, list) or not all(map(_is_boot_name, boots)):
+            raise _mismatch("xdist worker", "malformed coverage boots: each must be one name, never a path")
+        reports = [_cleaned(report) for report in outside]
+        built = tuple(BuiltKernel(**_cleaned(kernel)) for kernel in kernels)
+        return WorkerOutput(stats, suite_seconds, reports, built, boots)
 
 
 def received_input(config: pytest.Config) -> WorkerInput | None:

@@ -14,9 +14,11 @@ from ..fragments.files import find_fragments
 from ..fragments.pipeline import STATE
 from ..guest.planning import case_from_nodeid, plan_batches
 from ..host.cache import cache_id, load_durations
+from ..host.cachelayout import CacheLayout
 from ..model import Durations
 from .image_service import ImageService
 from .protocol import ProtocolMismatch, WorkerInput, WorkerOutput
+from .workers import given_run_id
 
 # A worker is given more kunit work while fewer of its kunit cases than this are pending: a worker runs a test only
 # once the next one has arrived (or it was told to shut down), so one pending case is a worker waiting for work.
@@ -272,7 +274,12 @@ class KunitXdist:
         state = self.config.stash[STATE]
         state.stats.merge(output.stats)
         state.runner.outside.load(output.outside_reports)
-        state.runner.coverage_boots += output.coverage_boots
+        # Found by name where the worker kept them, in this process's cache (a worker on another host finds none).
+        run = given_run_id(getattr(node, "workerinput", None))
+        if run is not None:
+            runs = CacheLayout(state.settings.cache_dir).coverage_run(run)
+            found = (CacheLayout.coverage_boot(runs, name) for name in output.coverage_boots)
+            state.runner.coverage_boots += [str(boot) for boot in found if boot is not None]
         for kernel_key, suites in output.suite_seconds.items():
             state.runner.suite_seconds.setdefault(kernel_key, {}).update(suites)
         for kernel in output.kernels:

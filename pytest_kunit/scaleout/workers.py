@@ -24,9 +24,11 @@ def worker_count(config: pytest.Config) -> int:
     return int(given.get("workercount", 1)) if given else 1
 
 
+def given_run_id(given: dict[str, Any] | None) -> str | None:
+    """The run's id xdist handed a worker in its `workerinput` (seen from the worker or the controller)."""
+    return str(given["testrunuid"]) if given and given.get("testrunuid") else None
+
+
 def run_id(config: pytest.Config) -> str:
     """One id per pytest run, shared by all its xdist workers (so they build each kernel once between them)."""
-    given = workerinput(config)
-    if given and given.get("testrunuid"):
-        return str(given["testrunuid"])
-    return uuid.uuid4().hex
+    return given_run_id(workerinput(config)) or uuid.uuid4().hex

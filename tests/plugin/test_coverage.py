@@ -73,6 +73,29 @@ def test_xdist_workers_boots_are_summed(project: pytest.Pytester, fake_kernel: F
     assert summary_percent(result.stdout.str(), "lib/kunit/fake-coverage.c") == pytest.approx(100 * 12 / 13, 0.01)
 
 
+def test_a_hostile_worker_cannot_move_a_directory_into_the_report(
+    project: pytest.Pytester, fake_kernel: FakeKernel, tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious").write_text("kept\n")
+    # A worker that names a directory of the controller's among its boots (what a changed worker could send).
+    project.makeconftest(
+        f"""
+        import pytest
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_sessionfinish(session):
+            if hasattr(session.config, "workeroutput"):
+                session.config.workeroutput["kunit_coverage_boots"] = [{str(victim)!r}]
+        """
+    )
+    result = project.runpytest(*fake_kernel.options("-n", "1", "-p", "xdist", "--kunit-coverage=cov"))
+    result.stdout.fnmatch_lines(["*malformed coverage boots: each must be one name, never a path*"])
+    assert (victim / "precious").read_text() == "kept\n"
+    assert not (project.path / "cov" / "counters").exists()
+
+
 def test_a_guest_that_dies_is_counted_missing(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
     fake_kernel.set_case("other", "second", outcome="panic")
     result = project.runpytest(*fake_kernel.options("--kunit-coverage=cov", "-k", "other"))

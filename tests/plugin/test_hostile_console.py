@@ -3,9 +3,32 @@ reboot words, endless lines, terminal controls. Nothing is lost and nothing is f
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from .conftest import FakeKernel
+
+# Boots a fake guest (QEMU, or a UML kernel, that is only this script) and says how much the reader's peak memory grew.
+_BOOT_AND_MEASURE = """
+import json, resource, sys
+from pathlib import Path
+from pytest_kunit.arch import ARCHES
+from pytest_kunit.guest.boot import BootRequest, boot
+
+guest, arch = sys.argv[1], ARCHES[sys.argv[2]]
+uml = arch.uml is not None
+request = BootRequest(
+    Path(guest if uml else "vmlinux"), arch, (), "none" if uml else "tcg", 60.0, qemu=None if uml else guest
+)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+record, _ = boot(request)
+grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+print(json.dumps({"grown_kib": grown, "console": record.console}))
+"""
 
 
 def test_a_forged_result_line_neither_passes_another_case_nor_hides_its_crash(
@@ -47,3 +70,19 @@ def test_c1_controls_and_bidi_overrides_reach_no_report(project: pytest.Pytester
     result.stdout.fnmatch_lines(["*evil2J txt.exe x*"])
     text = result.stdout.str()
     assert not any(char in text for char in "\u009b\u202e\u202c\u2066\u2069")
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "um"])  # read from a pty, and from a pipe
+def test_a_line_that_never_ends_costs_bounded_memory(tmp_path: Path, arch: str) -> None:
+    guest = tmp_path / "guest"
+    guest.write_text('#!/bin/sh\nhead -c 52428800 /dev/zero | tr "\\0" x\nprintf "\\nafter\\n"\n')
+    guest.chmod(0o755)
+    said = subprocess.run(
+        [sys.executable, "-c", _BOOT_AND_MEASURE, str(guest), arch], capture_output=True, text=True, check=True
+    )
+    measured = json.loads(said.stdout)
+    # 50 MiB without a newline: the reader grew by 150 MiB holding it whole; a few MiB when it is cut as it comes.
+    assert measured["grown_kib"] < 16 << 10
+    cut, after = (line.rstrip("\r") for line in measured["console"])
+    assert cut.startswith("x" * 4096 + " [pytest-kunit: line cut at 4096 characters, 5242470")
+    assert after == "after"

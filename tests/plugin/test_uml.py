@@ -3,11 +3,29 @@ runs tests/fake/qemu --uml, which ends as a UML kernel does: a panic aborts it, 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
+from pytest_kunit.arch import ARCHES
+from pytest_kunit.guest import boot as guest
+
 from .conftest import FakeKernel
+
+# A UML kernel as far as its initramfs goes (arch/um/kernel/initrd.c, um_arch.c): its own `initrd=` takes the rest of
+# that argument as the file's name, quotes and all; then the arguments, joined by spaces, are the command line that
+# the kernel's parser splits at whitespace, handing init each word without an `=`.
+_FAKE_UML = """#!{python}
+import sys
+name = next(arg for arg in sys.argv[1:] if arg.startswith("initrd="))[len("initrd="):]
+try:
+    with open(name) as stream:
+        print("initrd holds:", stream.read())
+except OSError as error:
+    print("initrd not read:", error)
+print("init's arguments:", [word for word in " ".join(sys.argv[1:]).split() if "=" not in word])
+"""
 
 
 def test_the_linux_binary_runs_directly_with_umls_arguments(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
@@ -97,3 +115,15 @@ def test_a_burst_that_uml_drops_on_a_full_terminal_loses_no_result(
     fake_kernel.write_spec(spec)
     result = project.runpytest(*fake_kernel.uml_options("-k", "other"))
     result.assert_outcomes(passed=2)
+
+
+def test_an_initramfs_whose_path_holds_a_space_is_read_whole(tmp_path: Path) -> None:
+    uml = tmp_path / "linux"
+    uml.write_text(_FAKE_UML.format(python=sys.executable))
+    uml.chmod(0o755)
+    initrd = tmp_path / "Jane Doe" / "cache" / "init.cpio"
+    initrd.parent.mkdir(parents=True)
+    initrd.write_text("the /init")
+    record, _ = guest.boot(guest.BootRequest(uml, ARCHES["um"], ("kunit.timeout=10",), "none", 30.0, initrd=initrd))
+    # Before, UML read the whole name but init was handed `Doe/cache/init.cpio`; a quoted name, UML could not open.
+    assert record.console == ["initrd holds: the /init", "init's arguments: []"]

@@ -122,7 +122,8 @@ def test_workers_with_a_cache_of_their_own_boot_the_controllers_image(kunit: Kun
     assert "kernel builds: 0 " in run.stdout, run.report()
     assert "fetched from the controller by hosts that share no cache with it: 1 " in run.stdout, run.report()
     (image,) = (workers / "pytest-kunit" / "images").glob("*/vmlinux")
-    assert not (workers / "pytest-kunit" / "build").exists() and not (workers / "pytest-kunit" / "src").exists()
+    assert not any((workers / "pytest-kunit" / "build").iterdir())
+    assert not any((workers / "pytest-kunit" / "src").iterdir())
     assert len(list((workers / "pytest-kunit" / "consoles" / image.parent.name).iterdir())) == 2  # a boot each
 
 

@@ -172,3 +172,36 @@ def test_refused_counters_are_named_in_the_boots_record(tmp_path: Path, build: P
     meta = json.loads((tmp_path / "boot" / META).read_text())
     assert meta["files"] == 1 and meta["refused"] == [f"./{prefix}//etc/x.gcda: outside the directory it must lie in"]
     assert not Path("/etc/x.gcda").exists()
+
+
+def test_names_the_file_system_refuses_are_refused_by_name_not_raised(tmp_path: Path, build: Path) -> None:
+    """A directory of counters where a counter's notes link goes (FileExistsError before the fix) and a name too long
+    for the file system (ENAMETOOLONG before the fix): each refused by name, the rest unpacked."""
+    (build / "lib/test.gcno").write_bytes(b"notes")
+    prefix = build.resolve().as_posix().lstrip("/")
+    long_name = "a" * 300 + ".gcda"
+    hostile = {
+        f"{prefix}/lib/test.gcno/x.gcda": b"in a directory named as the notes",
+        f"{prefix}/lib/test.gcda": b"counts",
+        f"{prefix}/lib/{long_name}": b"long",
+        f"{prefix}/lib/good.gcda": b"good",
+    }
+    extracted, _ = unpacked(tmp_path, build, hostile)
+    assert sorted(path.name for path in extracted.files) == ["good.gcda", "x.gcda"]
+    assert not (tmp_path / "out/lib/test.gcda").exists()  # gcov would fail on it, and gcovr on the whole report
+    assert extracted.refused == [
+        f"./{prefix}/lib/{long_name}: not written (File name too long)",
+        "lib/test.gcda: its notes' link not made (File exists)",
+    ]
+
+
+def test_a_boot_whose_counters_the_file_system_refuses_is_recorded_once(tmp_path: Path, build: Path) -> None:
+    """save_boot runs after every boot, before its cases' outcomes are recorded: an error raised there made every
+    case of the batch boot again and fail again."""
+    prefix = build.resolve().as_posix().lstrip("/")
+    console = console_with({f"{prefix}/lib/{'b' * 300}.gcda": b"long", f"{prefix}/lib/good.gcda": b"good"})
+    save_boot(console, [], build, tmp_path / "tree", tmp_path / "boot")
+    meta = json.loads((tmp_path / "boot" / META).read_text())
+    assert meta["files"] == 1
+    (refused,) = meta["refused"]
+    assert refused.endswith(".gcda: not written (File name too long)")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.arch import ARCHES, Arch, MakeSettings, UmlSettings
-from pytest_kunit.guest.boot import kernel_command_line
+from pytest_kunit.guest.boot import BootRequest, command_line, kernel_command_line
 from pytest_kunit.guest.launch import launcher
 
 UM = ARCHES["um"]
@@ -66,3 +66,20 @@ def test_an_arch_has_exactly_one_kind_of_guest() -> None:
         Arch(name="none", make=make, kconfig=())
     with pytest.raises(TypeError, match="exactly one"):
         Arch(name="both", make=make, kconfig=(), qemu=X86.qemu, uml=UmlSettings(kernel_args=()))
+
+
+@pytest.mark.parametrize("name", ["Jane Doe", 'a"quote', "tab\there"])
+def test_a_path_a_uml_kernel_reads_from_its_command_line_is_one_word(tmp_path: Path, name: str) -> None:
+    initrd = tmp_path / name / "init.cpio"
+    initrd.parent.mkdir()
+    initrd.write_bytes(b"cpio")
+    command = command_line(BootRequest(Path("linux"), ARCHES["um"], ("kunit.timeout=10",), "none", 1.0, initrd=initrd))
+    (word,) = [word for word in command if word.startswith("initrd=")]
+    assert " ".join(command[1:]).split() == command[1:]  # no argument split by the kernel's parser
+    assert '"' not in word and Path(word.removeprefix("initrd=")).samefile(initrd)
+
+
+def test_a_path_with_nothing_to_split_is_handed_as_it_is(tmp_path: Path) -> None:
+    initrd = tmp_path / "init.cpio"
+    command = command_line(BootRequest(Path("linux"), ARCHES["um"], (), "none", 1.0, initrd=initrd))
+    assert f"initrd={initrd}" in command

@@ -3,11 +3,13 @@ and anything else (another version's, a damaged payload) is a clear error, never
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_kunit.findings.sanitizer_verdicts import OutsideReport, OutsideReports
+from pytest_kunit.host.cachelayout import CacheLayout
 from pytest_kunit.model import BuiltKernel, Stats
 from pytest_kunit.scaleout.protocol import PROTOCOL, VERSION_KEY, ProtocolMismatch, WorkerInput, WorkerOutput
 
@@ -40,6 +42,33 @@ def test_the_output_survives_the_trip() -> None:
     assert list(reports.by_kernel()) == ["a.kunitconfig"]
 
 
+def test_a_workers_boots_travel_by_name() -> None:
+    assert output().coverage_boots == ["1-1"]  # of /runs/1-1: where the controller finds it is its own business
+
+
+def test_the_controller_finds_a_named_boot_only_inside_its_run(tmp_path: Path) -> None:
+    run = tmp_path / "cache" / "coverage" / "runs" / "run"
+    (run / "1-1").mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (run / "1-2").symlink_to(victim)
+    assert CacheLayout.coverage_boot(run, "1-1") == run / "1-1"
+    for name in ("1-2", "../../../../victim", str(victim), "..", "1-3"):  # a link, paths, nothing there
+        assert CacheLayout.coverage_boot(run, name) is None
+
+
+def test_a_workers_text_reaches_the_controller_without_terminal_controls() -> None:
+    data = output().to_dict()
+    report = data["kunit_outside_reports"][0]
+    report.update(title="BUG: \x1b]0;owned\x07KASAN\x1b[2J", lines=["\x1b[31mred\x1b[0m", "a\x08b"])
+    data["kunit_kernels"][0]["tree"] = "the \x9b31mtree"
+    received = WorkerOutput.from_dict(data)
+    assert received is not None
+    (cleaned,) = received.outside_reports
+    assert (cleaned["title"], cleaned["lines"]) == ("BUG: KASAN", ("red", "ab"))
+    assert received.kernels[0].tree == "the 31mtree"
+
+
 def test_a_worker_that_handed_back_nothing_is_no_output() -> None:
     assert WorkerOutput.from_dict({}) is None
 
@@ -56,6 +85,19 @@ def test_a_worker_that_handed_back_nothing_is_no_output() -> None:
         lambda data: data["kunit_kernels"][0].update({"extra": 1}),
         lambda data: data["kunit_outside_reports"][0].pop("lines"),
         lambda data: data.update({"kunit_coverage_boots": "/runs/1-1"}),
+        # A worker names its boots, never a path: the controller moves them into its report, then removes them.
+        lambda data: data.update({"kunit_coverage_boots": ["/home/user/victim"]}),
+        lambda data: data.update({"kunit_coverage_boots": ["../../../victim"]}),
+        lambda data: data.update({"kunit_coverage_boots": [".."]}),
+        lambda data: data.update({"kunit_coverage_boots": [""]}),
+        # Every field of its declared type, refused here rather than raising where it is used.
+        lambda data: data["kunit_outside_reports"][0].update({"lines": 5}),
+        lambda data: data["kunit_outside_reports"][0].update({"lines": ["line", 5]}),
+        lambda data: data["kunit_outside_reports"][0].update({"title": None}),
+        lambda data: data["kunit_outside_reports"][0].update({"missing": "no"}),
+        lambda data: data["kunit_kernels"][0].update({"seconds": "12.5"}),
+        lambda data: data["kunit_kernels"][0].update({"seconds": True}),
+        lambda data: data["kunit_kernels"][0].update({"config": ["CONFIG_KUNIT=y"]}),
     ],
 )
 def test_a_bad_output_is_a_clear_error(damage: Any) -> None:
