@@ -14,7 +14,10 @@ from pytest_kunit.console.transcript import (
     console_line,
     printk_seconds,
     strip_controls,
+    visible,
 )
+from pytest_kunit.face.report import render_failure
+from pytest_kunit.findings.outcomes import Outcome
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -146,3 +149,14 @@ def test_a_flooding_guest_keeps_the_head_and_the_tail_and_says_what_was_dropped(
     # The map still points at the same lines.
     assert lines[console_map.headers["s"]] == "    # Subtest: s"
     assert lines[console_map.results[("s", "c")]] == "flood 004990"
+
+
+@pytest.mark.parametrize("character", ["\u200b", "\u200f", "\u2028", "\u2029", "\ufeff", "\u2060"])
+def test_a_report_shows_invisible_and_line_separating_characters_as_code_points(character: str) -> None:
+    result = ktap.CaseResult(
+        "s", f"c{character}", ktap.Status.FAILED, diagnostics=(f"    # c: EXPECTATION FAILED at a.c:1 {character}x",)
+    )
+    text = render_failure(Outcome(result, Path("console.log")))
+    assert character not in text
+    assert f"<U+{ord(character):04X}>" in text and text.splitlines()[0].startswith("s.c<U+")
+    assert visible("plain ünïcode") == "plain ünïcode"
