@@ -31,6 +31,7 @@ from . import ktap_lines as grammar
 from . import ktap_results as results
 from .ktap_results import (
     CaseResult,
+    EmptySuite,
     Event,
     KtapStarted,
     Listed,
@@ -46,6 +47,7 @@ from .ktap_results import (
 # The parser's vocabulary, for its readers: what it yields is ktap_results.py's.
 __all__ = [
     "CaseResult",
+    "EmptySuite",
     "Event",
     "KtapParser",
     "KtapStarted",
@@ -60,6 +62,15 @@ __all__ = [
     "parse",
     "since_last_result",
 ]
+
+
+# KUnit nests four levels: the root, a suite, a parameterised case, its parameters; a few more are allowed for KTAP's
+# own nesting. Deeper `# Subtest:` and version lines are plain text, so every result line looks at a bounded stack
+# (16,000 headers at one indentation once made each result line scan them all: minutes for 380 KiB).
+MAX_DEPTH = 8
+# The most tests one plan line is believed to announce (KUnit's largest suites hold hundreds): a larger `1..N` is no
+# plan, so a console's few bytes cannot stand for millions of unfinished cases.
+MAX_PLAN = 10_000
 
 
 @dataclass
@@ -108,10 +119,12 @@ class KtapParser:
         self._stack: list[_Group] = []
         self._listing: _Listing | None = None
         self._listed_suite: _ListedSuite | None = None
-        self._list_boot = list_boot  # a kunit.action=list boot: a line naming no case is reported (Unread)
-        # Lines that named no case, held until a later line names one: after the list's last case, the kernel's own
-        # messages (`Run /init as init process`, the reboot) follow, and are no part of the list.
-        self._unread: list[Unread] = []
+        self._list_boot = list_boot  # a kunit.action=list boot: a line naming no case is reported
+        # Suite lines no case followed, held until a later line names a case (then they were in the list) or the
+        # console ends (then finish() reports them): empty suites where the kernel names each suite, else Unread.
+        self._held: list[_ListedSuite] = []
+        self._suite_lines = False  # this list names each suite on a line of its own before its cases (6.12+)
+        self._tentative: str | None = None  # a list line that reads as a kernel message: a suite's if a case follows
         self.started = False
 
     def feed(self, raw: str) -> list[Event]:
@@ -145,10 +158,10 @@ class KtapParser:
             return events
 
         name = grammar.subtest(content)
-        if name is not None:
+        if name is not None and len(self._stack) < MAX_DEPTH:
             return events + self._subtest(name, indent)
         count = grammar.plan(content)
-        if count is not None:
+        if count is not None and count <= MAX_PLAN:
             top = self._stack[-1]
             if top.planned is None and not top.results:
                 top.planned = count
@@ -175,8 +188,10 @@ class KtapParser:
     def finish(self) -> list[Event]:
         """The console ended: report the innermost open suite, if any, as unfinished."""
         events: list[Event] = [self._listed()] if self._listing else []
-        self._new_listed_suite(None)
-        self._unread.clear()  # what followed the list's last case
+        # What followed the list's last case: the kernel's own lines (with an initramfs, `Run /init as init process`
+        # and what /init prints), which nothing tells from a suite line; an empty suite there is no case lost.
+        self._listed_suite = None
+        self._held.clear()
         if len(self._stack) >= 2:
             suite = self._stack[1]
             log = [line for group in self._stack[1:] for line in group.pending]
@@ -192,33 +207,51 @@ class KtapParser:
         return Listed(listing.suite, listing.case, tuple(listing.attributes.items()))
 
     def _new_listed_suite(self, name: str | None) -> None:
-        """Open the suite a list_attr line names (None: the console ended); a suite line that no case followed in a
-        list boot is reported, since a name the parser could not read would otherwise go unnoticed."""
+        """Open the suite a suite line names (None: none is open); one that no case followed is held (list boots)."""
         previous = self._listed_suite
         self._listed_suite = _ListedSuite(name) if name is not None else None
         if self._list_boot and previous is not None and not previous.cases:
-            self._unread.append(Unread(previous.name))
+            self._held.append(previous)
+
+    def _release_held(self) -> list[Event]:
+        held, self._held = self._held, []
+        if self._suite_lines:
+            return [EmptySuite(suite.name, tuple(suite.attributes.items())) for suite in held]
+        return [Unread(suite.name) for suite in held]
 
     def _top_level(self, content: str) -> list[Event]:
         """A line outside any suite: a `kunit.action=list` boot's suite, case and attribute lines, or noise."""
-        suite = self._listed_suite
+        stripped = content.rstrip()
+        if not stripped:
+            return []
+        tentative, self._tentative = self._tentative, None
         attribute = grammar.suite_attribute(content)
+        if tentative is not None and (
+            attribute is not None or (stripped.startswith(tentative + ".") and len(stripped) > len(tentative) + 1)
+        ):
+            self._new_listed_suite(tentative)  # its attributes or its cases follow: it named a suite
+        suite = self._listed_suite
         if attribute:
             if suite is not None:
                 suite.attributes[attribute[0]] = attribute[1]
             return []
+        case_attribute = grammar.case_attribute(content)
+        if case_attribute and case_attribute[1] in grammar.SUITE_ATTRIBUTES:
+            return []  # another case's attribute line (list_attr): no name
         listed = grammar.listed(content, suite.name if suite is not None else "")
         if listed:
-            if suite is not None and listed[0] != suite.name:
+            if suite is not None and listed[0] == suite.name:
+                self._suite_lines = True
+            elif suite is not None:
                 self._new_listed_suite(None)
-            events: list[Event] = list(self._unread)  # a case follows: what named none before it was in the list
-            self._unread = []
+            events = self._release_held()  # a case follows: what named none before it was in the list
             inherited = dict(suite.attributes) if suite is not None and listed[0] == suite.name else {}
-            self._listing = _Listing(listed[0], listed[1], inherited, content.rstrip())
+            self._listing = _Listing(listed[0], listed[1], inherited, stripped)
             return events
-        name = grammar.suite_line(content)
-        if name is not None:
-            self._new_listed_suite(name)
+        if grammar.looks_like_message(content):
+            self._tentative = stripped
+        else:
+            self._new_listed_suite(stripped)
         return []
 
     def _version(self, indent: int) -> None:
@@ -232,7 +265,7 @@ class KtapParser:
             if indent > top.indent:
                 top.indent, top.indent_known = indent, indent > self._stack[-2].indent
             return
-        if indent > top.indent:
+        if indent > top.indent and len(self._stack) < MAX_DEPTH:
             self._stack.append(_Group(None, indent, indent_known=True, versioned=True))
         # Otherwise a repeated header (a module's tests starting, an echo): nothing opens.
 
@@ -259,8 +292,8 @@ class KtapParser:
                 if self._stack[depth - 1].indent <= indent < group.indent:
                     return depth
                 continue
-            if group.name != name or (group.indent_known and indent >= group.indent):
-                continue
+            if group.name != name or (group.indent_known and indent != parent.indent):
+                continue  # a suite's own closing line is printed at its parent's depth, and only there
             if not group.indent_known and group.planned is not None and group.results < group.planned:
                 continue  # without indentation, a same-named leaf is told apart by the unmet plan
             return depth
@@ -268,9 +301,9 @@ class KtapParser:
 
     @staticmethod
     def _at_depth_of(group: _Group, parent: _Group, indent: int) -> bool:
-        """Whether a result line at `indent` is one of `group`'s own tests: deeper than the block around it (a
-        shallower one belongs to an outer level; a test's printk can print anything there)."""
-        return indent > parent.indent if group.indent_known else indent >= group.indent
+        """Whether a result line at `indent` is one of `group`'s own tests: at its own depth and only there (a test's
+        printk can print anything, at any depth, while the case runs; KUnit prints its results at the block's)."""
+        return indent == group.indent
 
     def _result(self, result: grammar.Result, indent: int) -> list[Event] | None:
         """The events of a result line, or None when it is no result of the open blocks (it is then a plain line)."""
