@@ -123,7 +123,9 @@ class KtapParser:
         # Suite lines no case followed, held until a later line names a case (then they were in the list) or the
         # console ends (then finish() reports them): empty suites where the kernel names each suite, else Unread.
         self._held: list[_ListedSuite] = []
-        self._suite_lines = False  # this list names each suite on a line of its own before its cases (6.12+)
+        # Whether this list names each suite on a line of its own before its cases (6.12+): None until a case line
+        # shows it, after its suite's line (True) or with none before it (False, as 6.1 lists).
+        self._suite_lines: bool | None = None
         self._tentative: str | None = None  # a list line that reads as a kernel message: a suite's if a case follows
         self.started = False
 
@@ -139,14 +141,17 @@ class KtapParser:
                 self._listing.attributes[attribute[1]] = attribute[2]
                 return events
             held = self._listing
-            if not held.attributes and (
-                content.startswith(held.line + ".") or grammar.suite_attribute(content) is not None
+            named_by_it = content.startswith(held.line + ".") and len(content.rstrip()) > len(held.line) + 1
+            if (
+                not held.attributes
+                and self._suite_lines is not False
+                and (named_by_it or grammar.suite_attribute(content) is not None)
             ):
                 # What looked like `suite.case` was list_attr's line for a suite whose name holds a dot.
                 self._listing = None
                 self._new_listed_suite(held.line)
             else:
-                events.append(self._listed())
+                events += self._listed()
 
         if grammar.is_version(content):
             if not self.started:
@@ -156,6 +161,9 @@ class KtapParser:
             return events
         if not self._stack:
             return events
+        if self._list_boot and len(self._stack) == 1:
+            # A list boot runs no test: a line that looks like KTAP (`ok 1 x.y`, `# Subtest: s.c`) is a name too.
+            return events + self._top_level(content)
 
         name = grammar.subtest(content)
         if name is not None and len(self._stack) < MAX_DEPTH:
@@ -187,7 +195,7 @@ class KtapParser:
 
     def finish(self) -> list[Event]:
         """The console ended: report the innermost open suite, if any, as unfinished."""
-        events: list[Event] = [self._listed()] if self._listing else []
+        events: list[Event] = self._listed() if self._listing else []
         # What followed the list's last case: the kernel's own lines (with an initramfs, `Run /init as init process`
         # and what /init prints), which nothing tells from a suite line; an empty suite there is no case lost.
         self._listed_suite = None
@@ -199,12 +207,15 @@ class KtapParser:
         self._stack.clear()
         return events
 
-    def _listed(self) -> Listed:
+    def _listed(self) -> list[Event]:
+        """The held case line, now known to be one; what named no case before it was in the list."""
         assert self._listing is not None
         listing, self._listing = self._listing, None
         if self._listed_suite is not None and self._listed_suite.name == listing.suite:
             self._listed_suite.cases += 1
-        return Listed(listing.suite, listing.case, tuple(listing.attributes.items()))
+        elif self._suite_lines is None:
+            self._suite_lines = False  # a case no suite line came before
+        return [*self._release_held(), Listed(listing.suite, listing.case, tuple(listing.attributes.items()))]
 
     def _new_listed_suite(self, name: str | None) -> None:
         """Open the suite a suite line names (None: none is open); one that no case followed is held (list boots)."""
@@ -231,23 +242,25 @@ class KtapParser:
         ):
             self._new_listed_suite(tentative)  # its attributes or its cases follow: it named a suite
         suite = self._listed_suite
+        suite_name = suite.name if suite is not None else None
         if attribute:
             if suite is not None:
                 suite.attributes[attribute[0]] = attribute[1]
             return []
-        case_attribute = grammar.case_attribute(content)
-        if case_attribute and case_attribute[1] in grammar.SUITE_ATTRIBUTES:
-            return []  # another case's attribute line (list_attr): no name
         listed = grammar.listed(content, suite.name if suite is not None else "")
+        if listed and self._suite_lines and listed[0] != suite_name:
+            listed = None  # this list names every suite before its cases: a line of no suite's is a suite's own
+        case_attribute = grammar.case_attribute(content)
+        if case_attribute and case_attribute[1] in grammar.SUITE_ATTRIBUTES and (not listed or listed[0] != suite_name):
+            return []  # another case's attribute line (list_attr): no name
         if listed:
             if suite is not None and listed[0] == suite.name:
                 self._suite_lines = True
             elif suite is not None:
                 self._new_listed_suite(None)
-            events = self._release_held()  # a case follows: what named none before it was in the list
             inherited = dict(suite.attributes) if suite is not None and listed[0] == suite.name else {}
             self._listing = _Listing(listed[0], listed[1], inherited, stripped)
-            return events
+            return []
         if grammar.looks_like_message(content):
             self._tentative = stripped
         else:

@@ -72,9 +72,12 @@ def result(content: str) -> Result | None:
     if not match:
         return None
     rest = match["rest"]
-    if rest.startswith(" -") and (len(rest) == 2 or rest[2].isspace()):
-        rest = rest[2:]  # TAP's optional dash before the name
-    opens = _COMMENT.search(rest)
+    if rest.startswith(" -") and len(rest) > 2 and rest[2].isspace():
+        rest = rest[2:]  # TAP's optional dash before the name (alone, `-` is a name: `ok 2 -` closes suite `-`)
+    # A name may start with `#` (`ok 1 #hash`): a `#` there opens a comment only when a space follows (`# SKIP`).
+    named = rest.lstrip()
+    hashed = named.startswith("#") and not named[1:2].isspace()
+    opens = _COMMENT.search(rest, len(rest) - len(named) + 1) if hashed else _COMMENT.search(rest)
     name, comment = (rest[: opens.start()], rest[opens.end() :].strip()) if opens else (rest, "")
     directive = _DIRECTIVE.match(comment)
     word = directive["word"].upper() if directive else None

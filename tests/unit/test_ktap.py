@@ -750,6 +750,7 @@ def test_listed_case_is_emitted_once_its_attribute_lines_are_read() -> None:
     assert parser.feed("# first.speed: slow") == []
     assert parser.feed("s.second") == [ktap.Listed("s", "first", (("speed", "slow"),))]
     assert parser.feed("# other.speed: slow") == [ktap.Listed("s", "second")]
+    assert parser.feed("t") == []
     assert parser.feed("t.third") == []
     assert parser.finish() == [ktap.Listed("t", "third")]
 

@@ -340,3 +340,31 @@ def test_one_plan_line_announces_no_more_than_the_bound() -> None:
     assert unfinished.planned is None
     (bounded,) = [e for e in ktap.parse([*head, f"    1..{ktap.MAX_PLAN}"]) if isinstance(e, ktap.Unfinished)]
     assert bounded.planned == ktap.MAX_PLAN
+
+
+def test_result_lines_of_names_that_start_with_a_hash_or_are_a_dash() -> None:
+    lines = [
+        "KTAP version 1",
+        "1..2",
+        "    KTAP version 1",
+        "    # Subtest: #hash",
+        "    1..2",
+        "    ok 1 #case [1]",
+        "    ok 2 #skipped # SKIP not here",
+        "ok 1 #hash",
+        "    KTAP version 1",
+        "    # Subtest: -",
+        "    1..1",
+        "    not ok 1 -",
+        "not ok 2 -",
+    ]
+    assert results(lines) == [("#hash", "#case [1]", P), ("#hash", "#skipped", Status.SKIPPED), ("-", "-", F)]
+    assert [(e.suite, e.status) for e in ktap.parse(lines) if isinstance(e, ktap.SuiteFinished)] == [
+        ("#hash", P),
+        ("-", F),
+    ]
+    # A `#` that a directive follows still opens it, and TAP's dash before a name is still no part of it.
+    assert results(suite("    ok 1 # SKIP no name", "    ok 2 - case_b")) == [
+        ("s", "", Status.SKIPPED),
+        ("s", "case_b", P),
+    ]
