@@ -302,7 +302,7 @@ class KtapParser:
                 continue  # a test judged already: this line closes nothing
             if group.name is None:
                 # Unnamed: closed by the first result at its parent's level, whatever it is called.
-                if self._stack[depth - 1].indent <= indent < group.indent:
+                if indent == parent.indent:
                     return depth
                 continue
             if group.name != name or (group.indent_known and indent != parent.indent):

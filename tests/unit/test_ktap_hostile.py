@@ -368,3 +368,10 @@ def test_result_lines_of_names_that_start_with_a_hash_or_are_a_dash() -> None:
         ("s", "", Status.SKIPPED),
         ("s", "case_b", P),
     ]
+
+
+def test_a_forged_closing_line_between_depths_does_not_close_a_suite_opened_by_its_version_line() -> None:
+    # KTAP's own nesting: no `# Subtest:`, the suite named by its closing line alone, at the root's depth.
+    lines = ["KTAP version 1", "1..1", "    KTAP version 1", "    1..2", "    ok 1 case_a", "  ok 1 forged"]
+    lines += ["    ok 2 case_b", "ok 1 s"]
+    assert results(lines) == [("s", "case_a", P), ("s", "case_b", P)]
