@@ -161,7 +161,7 @@ class KtapParser:
             return events
         if not self._stack:
             return events
-        if self._list_boot and len(self._stack) == 1:
+        if self._list_boot and len(self._stack) == 1 and grammar.plan(content) is None:
             # A list boot runs no test: a line that looks like KTAP (`ok 1 x.y`, `# Subtest: s.c`) is a name too.
             return events + self._top_level(content)
 

@@ -375,3 +375,8 @@ def test_a_forged_closing_line_between_depths_does_not_close_a_suite_opened_by_i
     lines = ["KTAP version 1", "1..1", "    KTAP version 1", "    1..2", "    ok 1 case_a", "  ok 1 forged"]
     lines += ["    ok 2 case_b", "ok 1 s"]
     assert results(lines) == [("s", "case_a", P), ("s", "case_b", P)]
+
+
+def test_a_list_line_that_looks_like_ktap_is_a_name_but_a_plan_is_none() -> None:
+    lines = ["KTAP version 1", "1..2", "ok 1 s.case", "# Subtest: t.case", "not ok 2 - u.c"]
+    assert listing(lines) == [Listed("ok 1 s", "case"), Listed("# Subtest: t", "case"), Listed("not ok 2 - u", "c")]
