@@ -1,7 +1,8 @@
 """Streaming parser for the KTAP / TAP output KUnit prints on the kernel console.
 
 The parser is a pure function of the lines it is fed: it never raises on bad input and it only reports a case as
-passed when that case's own ``ok`` line was seen.  What it reads (line grammar in ``ktap_lines``):
+passed when that case's own ``ok`` line at its suite's depth was seen.  What it reads (line grammar in
+``ktap_lines``; a ``kunit.action=list`` boot's lines in ``ktap_list``):
 
 * ``TAP version 14`` and ``KTAP version N`` headers, results with or without ``- `` before the name, any
   indentation (including none), printk prefixes (``[    1.234]``, ``[    1.234][    T1]``, ``[    1.234][    C0]``)
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field, replace
 
 from . import ktap_lines as grammar
 from . import ktap_results as results
+from .ktap_list import ListReader
 from .ktap_results import (
     CaseResult,
     EmptySuite,
@@ -95,63 +97,22 @@ class _Group:
         return self.planned is None and not self.results
 
 
-@dataclass
-class _Listing:
-    suite: str
-    case: str
-    attributes: dict[str, str]
-    line: str  # as printed: a suite line of list_attr when the lines after it start with it and a dot
-
-
-@dataclass
-class _ListedSuite:
-    """The suite line `kunit.action=list_attr` printed last, and what followed it."""
-
-    name: str
-    attributes: dict[str, str] = field(default_factory=dict)
-    cases: int = 0
-
-
 class KtapParser:
     """Feed console lines one at a time; each call returns the events that line completed."""
 
     def __init__(self, list_boot: bool = False) -> None:
         self._stack: list[_Group] = []
-        self._listing: _Listing | None = None
-        self._listed_suite: _ListedSuite | None = None
-        self._list_boot = list_boot  # a kunit.action=list boot: a line naming no case is reported
-        # Suite lines no case followed, held until a later line names a case (then they were in the list) or the
-        # console ends (then finish() reports them): empty suites where the kernel names each suite, else Unread.
-        self._held: list[_ListedSuite] = []
-        # Whether this list names each suite on a line of its own before its cases (6.12+): None until a case line
-        # shows it, after its suite's line (True) or with none before it (False, as 6.1 lists).
-        self._suite_lines: bool | None = None
-        self._tentative: str | None = None  # a list line that reads as a kernel message: a suite's if a case follows
+        self._list = ListReader(list_boot)
+        self._list_boot = list_boot  # a kunit.action=list boot: its lines at the top level are all the list's
         self.started = False
 
     def feed(self, raw: str) -> list[Event]:
         line = grammar.clean(raw)
         content = line.lstrip(" \t")
         indent = len(line) - len(content)
-        events: list[Event] = []
-
-        if self._listing is not None:
-            attribute = grammar.case_attribute(content)
-            if attribute and attribute[0] == self._listing.case:
-                self._listing.attributes[attribute[1]] = attribute[2]
-                return events
-            held = self._listing
-            named_by_it = content.startswith(held.line + ".") and len(content.rstrip()) > len(held.line) + 1
-            if (
-                not held.attributes
-                and self._suite_lines is not False
-                and (named_by_it or grammar.suite_attribute(content) is not None)
-            ):
-                # What looked like `suite.case` was list_attr's line for a suite whose name holds a dot.
-                self._listing = None
-                self._new_listed_suite(held.line)
-            else:
-                events += self._listed()
+        events = self._list.before(content)
+        if events is None:
+            return []  # the listed case's own attribute line
 
         if grammar.is_version(content):
             if not self.started:
@@ -163,7 +124,7 @@ class KtapParser:
             return events
         if self._list_boot and len(self._stack) == 1 and grammar.plan(content) is None:
             # A list boot runs no test: a line that looks like KTAP (`ok 1 x.y`, `# Subtest: s.c`) is a name too.
-            return events + self._top_level(content)
+            return events + self._list.line(content)
 
         name = grammar.subtest(content)
         if name is not None and len(self._stack) < MAX_DEPTH:
@@ -182,7 +143,7 @@ class KtapParser:
             # Not where this block's next result goes (another depth, out of sequence, a second verdict): a
             # printk of any text can look like a result line, and only KUnit's own one counts.
         if len(self._stack) == 1:
-            return events + self._top_level(content)
+            return events + self._list.line(content)
 
         top = self._stack[-1]
         suite_attribute = grammar.suite_attribute(content)
@@ -195,77 +156,13 @@ class KtapParser:
 
     def finish(self) -> list[Event]:
         """The console ended: report the innermost open suite, if any, as unfinished."""
-        events: list[Event] = self._listed() if self._listing else []
-        # What followed the list's last case: the kernel's own lines (with an initramfs, `Run /init as init process`
-        # and what /init prints), which nothing tells from a suite line; an empty suite there is no case lost.
-        self._listed_suite = None
-        self._held.clear()
+        events = self._list.finish()
         if len(self._stack) >= 2:
             suite = self._stack[1]
             log = [line for group in self._stack[1:] for line in group.pending]
             events.append(Unfinished(suite.name or "", tuple(log), suite.planned, suite.results))
         self._stack.clear()
         return events
-
-    def _listed(self) -> list[Event]:
-        """The held case line, now known to be one; what named no case before it was in the list."""
-        assert self._listing is not None
-        listing, self._listing = self._listing, None
-        if self._listed_suite is not None and self._listed_suite.name == listing.suite:
-            self._listed_suite.cases += 1
-        elif self._suite_lines is None:
-            self._suite_lines = False  # a case no suite line came before
-        return [*self._release_held(), Listed(listing.suite, listing.case, tuple(listing.attributes.items()))]
-
-    def _new_listed_suite(self, name: str | None) -> None:
-        """Open the suite a suite line names (None: none is open); one that no case followed is held (list boots)."""
-        previous = self._listed_suite
-        self._listed_suite = _ListedSuite(name) if name is not None else None
-        if self._list_boot and previous is not None and not previous.cases:
-            self._held.append(previous)
-
-    def _release_held(self) -> list[Event]:
-        held, self._held = self._held, []
-        if self._suite_lines:
-            return [EmptySuite(suite.name, tuple(suite.attributes.items())) for suite in held]
-        return [Unread(suite.name) for suite in held]
-
-    def _top_level(self, content: str) -> list[Event]:
-        """A line outside any suite: a `kunit.action=list` boot's suite, case and attribute lines, or noise."""
-        stripped = content.rstrip()
-        if not stripped:
-            return []
-        tentative, self._tentative = self._tentative, None
-        attribute = grammar.suite_attribute(content)
-        if tentative is not None and (
-            attribute is not None or (stripped.startswith(tentative + ".") and len(stripped) > len(tentative) + 1)
-        ):
-            self._new_listed_suite(tentative)  # its attributes or its cases follow: it named a suite
-        suite = self._listed_suite
-        suite_name = suite.name if suite is not None else None
-        if attribute:
-            if suite is not None:
-                suite.attributes[attribute[0]] = attribute[1]
-            return []
-        listed = grammar.listed(content, suite.name if suite is not None else "")
-        if listed and self._suite_lines and listed[0] != suite_name:
-            listed = None  # this list names every suite before its cases: a line of no suite's is a suite's own
-        case_attribute = grammar.case_attribute(content)
-        if case_attribute and case_attribute[1] in grammar.SUITE_ATTRIBUTES and (not listed or listed[0] != suite_name):
-            return []  # another case's attribute line (list_attr): no name
-        if listed:
-            if suite is not None and listed[0] == suite.name:
-                self._suite_lines = True
-            elif suite is not None:
-                self._new_listed_suite(None)
-            inherited = dict(suite.attributes) if suite is not None and listed[0] == suite.name else {}
-            self._listing = _Listing(listed[0], listed[1], inherited, stripped)
-            return []
-        if grammar.looks_like_message(content):
-            self._tentative = stripped
-        else:
-            self._new_listed_suite(stripped)
-        return []
 
     def _version(self, indent: int) -> None:
         if not self._stack:
