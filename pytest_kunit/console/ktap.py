@@ -1,7 +1,8 @@
 """Streaming parser for the KTAP / TAP output KUnit prints on the kernel console.
 
 The parser is a pure function of the lines it is fed: it never raises on bad input and it only reports a case as
-passed when that case's own ``ok`` line was seen.  What it reads (line grammar in ``ktap_lines``):
+passed when that case's own ``ok`` line at its suite's depth was seen.  What it reads (line grammar in
+``ktap_lines``; a ``kunit.action=list`` boot's lines in ``ktap_list``):
 
 * ``TAP version 14`` and ``KTAP version N`` headers, results with or without ``- `` before the name, any
   indentation (including none), printk prefixes (``[    1.234]``, ``[    1.234][    T1]``, ``[    1.234][    C0]``)
@@ -29,8 +30,10 @@ from dataclasses import dataclass, field, replace
 
 from . import ktap_lines as grammar
 from . import ktap_results as results
+from .ktap_list import ListReader
 from .ktap_results import (
     CaseResult,
+    EmptySuite,
     Event,
     KtapStarted,
     Listed,
@@ -46,6 +49,7 @@ from .ktap_results import (
 # The parser's vocabulary, for its readers: what it yields is ktap_results.py's.
 __all__ = [
     "CaseResult",
+    "EmptySuite",
     "Event",
     "KtapParser",
     "KtapStarted",
@@ -60,6 +64,15 @@ __all__ = [
     "parse",
     "since_last_result",
 ]
+
+
+# KUnit nests four levels: the root, a suite, a parameterised case, its parameters; a few more are allowed for KTAP's
+# own nesting. Deeper `# Subtest:` and version lines are plain text, so every result line looks at a bounded stack
+# (16,000 headers at one indentation once made each result line scan them all: minutes for 380 KiB).
+MAX_DEPTH = 8
+# The most tests one plan line is believed to announce (KUnit's largest suites hold hundreds): a larger `1..N` is no
+# plan, so a console's few bytes cannot stand for millions of unfinished cases.
+MAX_PLAN = 10_000
 
 
 @dataclass
@@ -84,56 +97,22 @@ class _Group:
         return self.planned is None and not self.results
 
 
-@dataclass
-class _Listing:
-    suite: str
-    case: str
-    attributes: dict[str, str]
-    line: str  # as printed: a suite line of list_attr when the lines after it start with it and a dot
-
-
-@dataclass
-class _ListedSuite:
-    """The suite line `kunit.action=list_attr` printed last, and what followed it."""
-
-    name: str
-    attributes: dict[str, str] = field(default_factory=dict)
-    cases: int = 0
-
-
 class KtapParser:
     """Feed console lines one at a time; each call returns the events that line completed."""
 
     def __init__(self, list_boot: bool = False) -> None:
         self._stack: list[_Group] = []
-        self._listing: _Listing | None = None
-        self._listed_suite: _ListedSuite | None = None
-        self._list_boot = list_boot  # a kunit.action=list boot: a line naming no case is reported (Unread)
-        # Lines that named no case, held until a later line names one: after the list's last case, the kernel's own
-        # messages (`Run /init as init process`, the reboot) follow, and are no part of the list.
-        self._unread: list[Unread] = []
+        self._list = ListReader(list_boot)
+        self._list_boot = list_boot  # a kunit.action=list boot: its lines at the top level are all the list's
         self.started = False
 
     def feed(self, raw: str) -> list[Event]:
         line = grammar.clean(raw)
         content = line.lstrip(" \t")
         indent = len(line) - len(content)
-        events: list[Event] = []
-
-        if self._listing is not None:
-            attribute = grammar.case_attribute(content)
-            if attribute and attribute[0] == self._listing.case:
-                self._listing.attributes[attribute[1]] = attribute[2]
-                return events
-            held = self._listing
-            if not held.attributes and (
-                content.startswith(held.line + ".") or grammar.suite_attribute(content) is not None
-            ):
-                # What looked like `suite.case` was list_attr's line for a suite whose name holds a dot.
-                self._listing = None
-                self._new_listed_suite(held.line)
-            else:
-                events.append(self._listed())
+        events = self._list.before(content)
+        if events is None:
+            return []  # the listed case's own attribute line
 
         if grammar.is_version(content):
             if not self.started:
@@ -143,12 +122,15 @@ class KtapParser:
             return events
         if not self._stack:
             return events
+        if self._list_boot and len(self._stack) == 1 and grammar.plan(content) is None:
+            # A list boot runs no test: a line that looks like KTAP (`ok 1 x.y`, `# Subtest: s.c`) is a name too.
+            return events + self._list.line(content)
 
         name = grammar.subtest(content)
-        if name is not None:
+        if name is not None and len(self._stack) < MAX_DEPTH:
             return events + self._subtest(name, indent)
         count = grammar.plan(content)
-        if count is not None:
+        if count is not None and count <= MAX_PLAN:
             top = self._stack[-1]
             if top.planned is None and not top.results:
                 top.planned = count
@@ -161,7 +143,7 @@ class KtapParser:
             # Not where this block's next result goes (another depth, out of sequence, a second verdict): a
             # printk of any text can look like a result line, and only KUnit's own one counts.
         if len(self._stack) == 1:
-            return events + self._top_level(content)
+            return events + self._list.line(content)
 
         top = self._stack[-1]
         suite_attribute = grammar.suite_attribute(content)
@@ -174,52 +156,13 @@ class KtapParser:
 
     def finish(self) -> list[Event]:
         """The console ended: report the innermost open suite, if any, as unfinished."""
-        events: list[Event] = [self._listed()] if self._listing else []
-        self._new_listed_suite(None)
-        self._unread.clear()  # what followed the list's last case
+        events = self._list.finish()
         if len(self._stack) >= 2:
             suite = self._stack[1]
             log = [line for group in self._stack[1:] for line in group.pending]
             events.append(Unfinished(suite.name or "", tuple(log), suite.planned, suite.results))
         self._stack.clear()
         return events
-
-    def _listed(self) -> Listed:
-        assert self._listing is not None
-        listing, self._listing = self._listing, None
-        if self._listed_suite is not None and self._listed_suite.name == listing.suite:
-            self._listed_suite.cases += 1
-        return Listed(listing.suite, listing.case, tuple(listing.attributes.items()))
-
-    def _new_listed_suite(self, name: str | None) -> None:
-        """Open the suite a list_attr line names (None: the console ended); a suite line that no case followed in a
-        list boot is reported, since a name the parser could not read would otherwise go unnoticed."""
-        previous = self._listed_suite
-        self._listed_suite = _ListedSuite(name) if name is not None else None
-        if self._list_boot and previous is not None and not previous.cases:
-            self._unread.append(Unread(previous.name))
-
-    def _top_level(self, content: str) -> list[Event]:
-        """A line outside any suite: a `kunit.action=list` boot's suite, case and attribute lines, or noise."""
-        suite = self._listed_suite
-        attribute = grammar.suite_attribute(content)
-        if attribute:
-            if suite is not None:
-                suite.attributes[attribute[0]] = attribute[1]
-            return []
-        listed = grammar.listed(content, suite.name if suite is not None else "")
-        if listed:
-            if suite is not None and listed[0] != suite.name:
-                self._new_listed_suite(None)
-            events: list[Event] = list(self._unread)  # a case follows: what named none before it was in the list
-            self._unread = []
-            inherited = dict(suite.attributes) if suite is not None and listed[0] == suite.name else {}
-            self._listing = _Listing(listed[0], listed[1], inherited, content.rstrip())
-            return events
-        name = grammar.suite_line(content)
-        if name is not None:
-            self._new_listed_suite(name)
-        return []
 
     def _version(self, indent: int) -> None:
         if not self._stack:
@@ -232,7 +175,7 @@ class KtapParser:
             if indent > top.indent:
                 top.indent, top.indent_known = indent, indent > self._stack[-2].indent
             return
-        if indent > top.indent:
+        if indent > top.indent and len(self._stack) < MAX_DEPTH:
             self._stack.append(_Group(None, indent, indent_known=True, versioned=True))
         # Otherwise a repeated header (a module's tests starting, an echo): nothing opens.
 
@@ -256,11 +199,11 @@ class KtapParser:
                 continue  # a test judged already: this line closes nothing
             if group.name is None:
                 # Unnamed: closed by the first result at its parent's level, whatever it is called.
-                if self._stack[depth - 1].indent <= indent < group.indent:
+                if indent == parent.indent:
                     return depth
                 continue
-            if group.name != name or (group.indent_known and indent >= group.indent):
-                continue
+            if group.name != name or (group.indent_known and indent != parent.indent):
+                continue  # a suite's own closing line is printed at its parent's depth, and only there
             if not group.indent_known and group.planned is not None and group.results < group.planned:
                 continue  # without indentation, a same-named leaf is told apart by the unmet plan
             return depth
@@ -268,9 +211,9 @@ class KtapParser:
 
     @staticmethod
     def _at_depth_of(group: _Group, parent: _Group, indent: int) -> bool:
-        """Whether a result line at `indent` is one of `group`'s own tests: deeper than the block around it (a
-        shallower one belongs to an outer level; a test's printk can print anything there)."""
-        return indent > parent.indent if group.indent_known else indent >= group.indent
+        """Whether a result line at `indent` is one of `group`'s own tests: at its own depth and only there (a test's
+        printk can print anything, at any depth, while the case runs; KUnit prints its results at the block's)."""
+        return indent == group.indent
 
     def _result(self, result: grammar.Result, indent: int) -> list[Event] | None:
         """The events of a result line, or None when it is no result of the open blocks (it is then a plain line)."""

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 # `[    0.060000][    C0]` (CPU); with printk.time=0 only the caller id is left.
 _PRINTK_PREFIX = re.compile(r"^(?:\[\s*\d+\.\d+\](?:\[\s*[TC]\d+\])?|\[\s*[TC]\d+\]) ?")
 _VERSION = re.compile(r"^K?TAP version \d+\s*$")
-_PLAN = re.compile(r"^1\.\.(\d+)\s*$")
+# Numbers have at most 18 digits: no kernel prints more, and int() refuses a string of thousands (ValueError).
+_NUMBER = r"\d{1,18}"
+_PLAN = re.compile(rf"^1\.\.({_NUMBER})\s*$")
 _SUBTEST = "# Subtest: "
 # The result word and number; the rest of the line (name, `#` comment) is split in Python, not by backtracking.
-_RESULT = re.compile(r"^(?P<ok>not ok|ok) (?P<number>\d+)(?P<rest>(?: .*)?|\s*(?:#.*)?)$", re.DOTALL)
+_RESULT = re.compile(rf"^(?P<ok>not ok|ok) (?P<number>{_NUMBER})(?P<rest>(?: .*)?|\s*(?:#.*)?)$", re.DOTALL)
 # A comment opens at a `#` that starts the text or follows whitespace: a name may hold a `#` of its own.
 _COMMENT = re.compile(r"(?:^|\s)#")
 # KTAP's directives (Documentation/dev-tools/ktap.rst); TAP also spells SKIP as SKIPPED, skip, ...
@@ -70,9 +72,12 @@ def result(content: str) -> Result | None:
     if not match:
         return None
     rest = match["rest"]
-    if rest.startswith(" -") and (len(rest) == 2 or rest[2].isspace()):
-        rest = rest[2:]  # TAP's optional dash before the name
-    opens = _COMMENT.search(rest)
+    if rest.startswith(" -") and len(rest) > 2 and rest[2].isspace():
+        rest = rest[2:]  # TAP's optional dash before the name (alone, `-` is a name: `ok 2 -` closes suite `-`)
+    # A name may start with `#` (`ok 1 #hash`): a `#` there opens a comment only when a space follows (`# SKIP`).
+    named = rest.lstrip()
+    hashed = named.startswith("#") and not named[1:2].isspace()
+    opens = _COMMENT.search(rest, len(rest) - len(named) + 1) if hashed else _COMMENT.search(rest)
     name, comment = (rest[: opens.start()], rest[opens.end() :].strip()) if opens else (rest, "")
     directive = _DIRECTIVE.match(comment)
     word = directive["word"].upper() if directive else None
@@ -106,21 +111,19 @@ def is_message(content: str) -> bool:
 
 
 def listed(content: str, suite: str = "") -> tuple[str, str] | None:
-    """(suite, case) of a `suite.case` line, as `kunit.action=list` prints them. Names may hold spaces and any
-    punctuation: a line that starts with `suite.` (the suite line list_attr printed last) belongs to it; any other is
-    split at its first `.`, as the kernel splits kunit.filter_glob, unless it reads as a kernel message."""
+    """(suite, case) of a `suite.case` line, as `kunit.action=list` prints them. Names may hold spaces, `: `, a
+    leading `#` and any punctuation: a line that starts with `suite.` (the suite line printed last) belongs to it; any
+    other is split at its first `.`, as the kernel splits kunit.filter_glob (the parser takes it back if the next
+    line shows it was a suite's own line)."""
     stripped = content.rstrip()
     if suite and stripped.startswith(suite + ".") and len(stripped) > len(suite) + 1:
         return suite, stripped[len(suite) + 1 :]
-    if stripped.startswith("#") or is_message(stripped):
-        return None
     name, dot, case = stripped.partition(".")
     return (name, case) if dot and name and case else None
 
 
-def suite_line(content: str) -> str | None:
-    """A line that can name a suite: how `kunit.action=list_attr` (6.6+) names each suite before its cases."""
-    stripped = content.rstrip()
-    if not stripped or stripped.startswith("#") or is_message(stripped):
-        return None
-    return stripped
+def looks_like_message(content: str) -> bool:
+    """A line a list boot may hold that is no name for certain: a kernel message (`random: crng init done`) or a
+    comment. A suite may be named so too: such a line is a suite's only when its cases follow it."""
+    stripped = content.strip()
+    return stripped.startswith("#") or is_message(stripped)

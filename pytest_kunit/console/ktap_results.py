@@ -100,9 +100,20 @@ class Listed:
 
 @dataclass(frozen=True)
 class Unread:
-    """A line of a `kunit.action=list` boot that names no case: a suite line no case followed (list boots only)."""
+    """A line of a `kunit.action=list` boot that names no case, in a list that names no suite alone (list boots
+    only): what pytest-kunit cannot read, reported so that no name is dropped unseen."""
 
     line: str
+
+
+@dataclass(frozen=True)
+class EmptySuite:
+    """A suite a `kunit.action=list` boot named with no case after it (6.12+ name every suite before its cases; 6.6+
+    with list_attr): it holds no case in this kernel (one whose cases its config leaves out). A test boot prints it
+    as `1..0` and `ok N suite # SKIP`, as kunit.py reports it: skipped."""
+
+    suite: str
+    attributes: Attributes = ()
 
 
 @dataclass(frozen=True)
@@ -118,7 +129,7 @@ class Unfinished:
     reported: int = 0  # how many of them had a result line
 
 
-Event = KtapStarted | SuiteStarted | SuiteFinished | CaseResult | Listed | Unread | Unfinished
+Event = KtapStarted | SuiteStarted | SuiteFinished | CaseResult | Listed | EmptySuite | Unread | Unfinished
 
 
 def verdict(ok: bool, directive: str | None, diagnostics: Iterable[str]) -> Status:

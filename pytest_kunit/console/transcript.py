@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ..model import CaseId
 from . import ktap
+from . import ktap_lines as grammar
 
 # What firmware and the kernel send to a terminal (SeaBIOS clears the screen: ESC c, ESC[?7l, ESC[2J): CSI and OSC
 # sequences, other two-character escapes, C0 control characters but tab, C1 control characters (U+0080-U+009F, a
@@ -22,6 +23,10 @@ _CONTROL = re.compile(
     r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -/]*[0-~])?"
     r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 )
+# Characters a report would show as nothing, or as a line break no line holds: zero-width spaces and joiners, the
+# bidirectional marks (U+200E/F, U+061C), the soft hyphen, the word joiner and invisible operators, the byte order
+# mark, and the line and paragraph separators (U+2028/9). A report shows each as its code point.
+_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u2028\u2029\u2060-\u2064\ufeff]")
 # The longest console line parsed and kept: the kernel's own lines are at most 1 KiB (printk's record), so only a
 # hostile or broken guest reaches it. Longer lines are cut here, once, before anything reads them.
 MAX_LINE = 4096
@@ -35,6 +40,12 @@ _PRINTK_TIME = re.compile(r"^\[\s*(\d+\.\d+)\]")
 def strip_controls(text: str) -> str:
     """The text without terminal control sequences or control characters (tabs and newlines kept)."""
     return _CONTROL.sub("", text)
+
+
+def visible(text: str) -> str:
+    """The text as a report shows it: each invisible or line-separating character as `<U+XXXX>` (names keep theirs
+    everywhere else: the guest's filter must match what the kernel printed)."""
+    return _INVISIBLE.sub(lambda match: f"<U+{ord(match[0]):04X}>", text)
 
 
 def console_line(text: str) -> str:
@@ -57,17 +68,21 @@ class ConsoleMap:
     headers: dict[str, int] = field(default_factory=dict)
     ends: dict[str, int] = field(default_factory=dict)
     results: dict[CaseId, int] = field(default_factory=dict)
+    starts: dict[CaseId, int] = field(default_factory=dict)  # a case's first own line: after the one before it
     seconds: dict[CaseId, float] = field(default_factory=dict)
+    _boundaries: dict[str, int] = field(default_factory=dict)  # each suite's last header or result line
     _last: tuple[float | None, float] | None = None  # the previous boundary's (printk, host) time
 
     def note(self, event: ktap.Event, index: int, line: str, host_seconds: float) -> None:
         """Record `event`, which console line `index` (`line`, read at `host_seconds`) completed."""
         if isinstance(event, ktap.SuiteStarted):
-            self.headers[event.suite] = index
+            self.headers[event.suite] = self._boundaries[event.suite] = index
         elif isinstance(event, ktap.SuiteFinished):
             self.ends[event.suite] = index
         elif isinstance(event, ktap.CaseResult):
-            self.results[(event.suite, event.case)] = index
+            case = (event.suite, event.case)
+            self.starts.setdefault(case, self._boundaries.get(event.suite, index) + 1)
+            self.results[case] = self._boundaries[event.suite] = index
         else:
             return
         kernel_now = printk_seconds(line)
@@ -92,15 +107,24 @@ class ConsoleMap:
         self.headers = {suite: moved(index) for suite, index in self.headers.items()}
         self.ends = {suite: moved(index) for suite, index in self.ends.items()}
         self.results = {case: moved(index) for case, index in self.results.items()}
+        self.starts = {case: moved(index) for case, index in self.starts.items()}
+        self._boundaries = {suite: moved(index) for suite, index in self._boundaries.items()}
 
     def case_lines(self, console: Sequence[str], case: CaseId) -> tuple[str, ...]:
-        """A case's slice of the console: its suite's header to its result line; without a result line, to the
-        suite's end (or the console's, if the suite never ended)."""
-        start = self.headers.get(case[0])
-        if start is None:
+        """A case's own slice of the console: its suite's header lines, then what followed the result line before
+        its own (the suite's header, for its first case) up to its own; without a result line, up to the suite's end
+        (or the console's, if the suite never ended). Earlier cases' lines are theirs, shown in their own reports."""
+        header = self.headers.get(case[0])
+        if header is None:
             return ()
+        start = self.starts.get(case, self._boundaries.get(case[0], header) + 1)
         end = self.results.get(case, self.ends.get(case[0], len(console) - 1))
-        return tuple(console[start : end + 1])
+        head = [console[header]]
+        for line in console[header + 1 : start]:
+            if not _suite_header_line(line):
+                break
+            head.append(line)
+        return (*head, *console[max(start, header + len(head)) : end + 1])
 
 
 @dataclass
@@ -145,6 +169,17 @@ class BoundedConsole:
             f"[pytest-kunit: {self.dropped_lines} console lines ({self.dropped_characters} characters) dropped here: "
             f"the guest printed more than the {self.limit} characters kept per boot]"
         )
+
+
+def _suite_header_line(line: str) -> bool:
+    """A line of a suite's header: its `# Subtest:`, version, plan and attribute lines."""
+    content = grammar.clean(line).strip()
+    return (
+        grammar.is_version(content)
+        or grammar.plan(content) is not None
+        or grammar.subtest(content) is not None
+        or grammar.suite_attribute(content) is not None
+    )
 
 
 def printk_seconds(line: str) -> float | None:

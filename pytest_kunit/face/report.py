@@ -9,6 +9,7 @@ import pytest
 
 from ..console import oops
 from ..console.ktap import CaseResult, Status
+from ..console.transcript import visible
 from ..findings.sanitizer_verdicts import reports_text
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ def params_text(result: CaseResult) -> str:
     for param in result.params:
         suffix = f" # {param.reason}" if param.reason else ""
         lines.append(f"{param.status.value:>10}  {param.name}{suffix}")
-    return "\n".join(lines) + "\n"
+    return visible("\n".join(lines)) + "\n"
 
 
 _HEADLINES = {
@@ -64,7 +65,7 @@ def render_failure(outcome: Outcome) -> str:
     if outcome.reports:
         parts.append(reports_text(outcome.reports))
     parts.append(f"console: {outcome.console}")
-    return "\n".join(parts)
+    return visible("\n".join(parts))
 
 
 def earlier_text(outcome: Outcome) -> str:

@@ -4,12 +4,13 @@ its end, the kernel's own reboot after the last name."""
 from __future__ import annotations
 
 import re
+import warnings
 
 from ..arch import QemuSettings
 from ..console import ktap, oops
 from ..console import ktap_lines as grammar
 from ..console.transcript import BootRecord
-from ..errors import BootError
+from ..errors import BootError, KunitWarning
 from ..model import Attributes, CaseId, Kernel
 from .boot_failure import boot_failure
 from .recovery import killed_by
@@ -75,6 +76,9 @@ def list_cases(
             unread = [event.line for event in events if isinstance(event, ktap.Unread)]
             if unread:
                 raise _unread_error(kernel, action, unread, len(listed))
+            empty = [event.suite for event in events if isinstance(event, ktap.EmptySuite)]
+            if empty:
+                warnings.warn(KunitWarning(_empty_note(kernel, empty)), stacklevel=2)
             cases = tuple((item.suite, item.case) for item in listed)
             return cases, {(item.suite, item.case): item.attributes for item in listed if item.attributes}
         if not record.ktap_started:
@@ -92,6 +96,16 @@ def list_cases(
     )
 
 
+def _empty_note(kernel: Kernel, suites: list[str]) -> str:
+    named = ", ".join(repr(suite) for suite in suites[:_QUOTED])
+    more = f" and {len(suites) - _QUOTED} more" if len(suites) > _QUOTED else ""
+    return (
+        f"pytest-kunit: {kernel.build.image} lists {len(suites)} suite(s) with no cases in this kernel ({named}{more}: "
+        "each case needs a config option the kernel lacks); nothing of them runs, as kunit.py reports such a suite "
+        "skipped."
+    )
+
+
 def _unread_error(kernel: Kernel, action: str, unread: list[str], listed: int) -> BootError:
     quoted = "\n".join(f"  {line!r}" for line in unread[:_QUOTED])
     more = f"\n  ... and {len(unread) - _QUOTED} more" if len(unread) > _QUOTED else ""
@@ -99,7 +113,8 @@ def _unread_error(kernel: Kernel, action: str, unread: list[str], listed: int) -
         f"The kunit.action={action} boot of {kernel.build.image} reached its end, but {len(unread)} of its lines "
         f"name no case pytest-kunit can read ({listed} cases were read): the case list would be incomplete, so none "
         "was collected or cached.",
-        "a list line is `suite.case` (kunit.action=list_attr also prints each suite's name alone before its cases); "
+        "a list line is `suite.case` (6.12's list, and list_attr since 6.6, also print each suite's name alone before "
+        "its cases); "
         "report the lines below with the kernel version, as pytest-kunit should read every name KUnit prints.",
         detail=f"Unread lines:\n{quoted}{more}",
     )

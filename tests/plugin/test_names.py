@@ -116,3 +116,71 @@ def test_a_list_line_that_names_no_case_is_an_error_not_an_empty_run(
     result.stdout.fnmatch_lines(
         ["*kunit.action=list boot*reached its end, but 1 of its lines name no case*", "*'a line that names no case'*"]
     )
+
+
+# Suites and cases whose lines read as kernel messages (`net: core`), comments (`#hash`), or hold brackets, quotes,
+# dots and non-ASCII: the failing `bad: suite` sits between two passing suites, where it once vanished from a green run.
+MESSAGE_LIKE = {
+    "net: core": ["first", "v1.2 dotted"],
+    "bad: suite": ["fails"],
+    # Not `[` in a suite's name: pytest's JUnit writer splits a node id at its first `[` (a parameter's id).
+    "#hash (x) 'q'": ["c [1]", "naïve: café", 'say "hi"'],
+}
+
+
+def message_like_suites(fake_kernel: FakeKernel, **spec: Any) -> None:
+    suites = [
+        {"name": suite, "cases": [{"name": case, **({"outcome": "fail"} if case == "fails" else {})} for case in cases]}
+        for suite, cases in MESSAGE_LIKE.items()
+    ]
+    fake_kernel.write_spec({"suites": suites, **spec})
+
+
+@pytest.mark.parametrize("list_attr", [False, True], ids=["suite.case lines", "suite lines first"])
+def test_names_that_read_as_kernel_messages_or_comments_round_trip(
+    project: pytest.Pytester, fake_kernel: FakeKernel, list_attr: bool
+) -> None:
+    if list_attr:
+        (fake_kernel.tree / "lib/kunit/executor.c").write_text(EXECUTOR_6_12)
+    message_like_suites(fake_kernel)
+    result = project.runpytest(*fake_kernel.options("--collect-only", "-q"))
+    result.stdout.fnmatch_lines(
+        [
+            "kunit.kunitconfig::net: core::first",
+            "kunit.kunitconfig::net: core::v1.2 dotted",
+            "kunit.kunitconfig::bad: suite::fails",
+            "kunit.kunitconfig::#hash (x) 'q'::c [[]1]",
+            "kunit.kunitconfig::#hash (x) 'q'::naïve: café",
+            "kunit.kunitconfig::#hash (x) 'q'::say \"hi\"",
+        ]
+    )
+    xml = project.path / "junit.xml"
+    result = project.runpytest(*fake_kernel.options(f"--junitxml={xml}", "--kunit-kcidb", "kcidb.json"))
+    result.assert_outcomes(passed=5, failed=1)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*bad: suite.fails FAILED*"])
+    junit = {(case.get("classname"), case.get("name")) for case in ET.parse(xml).getroot().iter("testcase")}
+    assert ("kunit.kunitconfig.#hash (x) 'q'", "naïve: café") in junit
+    assert ("kunit.kunitconfig.#hash (x) 'q'", "c [1]") in junit
+    assert ("kunit.kunitconfig.bad: suite", "fails") in junit
+    assert len(json.loads((project.path / "kcidb.json").read_text())["tests"]) == 6
+    # -k and node ids select them, and the guest's filter names exactly them (quoted, brackets made literal).
+    fake_kernel.qemu_log.unlink()
+    project.runpytest(*fake_kernel.options("-k", "fails")).assert_outcomes(failed=1)
+    assert fake_kernel.filters() == ["bad: suite"]  # the suite's only case: its suite's glob
+    fake_kernel.qemu_log.unlink()
+    project.runpytest(*fake_kernel.options("kunit.kunitconfig::#hash (x) 'q'::c [1]")).assert_outcomes(passed=1)
+    assert fake_kernel.filters() == ["#hash (x) 'q'.c [[]1]"]
+
+
+def test_a_suite_listed_with_no_cases_is_no_collection_error(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+    """6.12's all_tests.config on UML lists kunit_fault with no cases (its case needs CONFIG_KUNIT_FAULT_TEST): the
+    fragment once ended in a collection error, 0 of 599 cases run. The suite is said to have none; the rest run."""
+    (fake_kernel.tree / "lib/kunit/executor.c").write_text(EXECUTOR_6_12)
+    message_like_suites(fake_kernel)
+    spec = fake_kernel.spec()
+    spec["suites"].insert(1, {"name": "kunit_fault", "cases": []})
+    fake_kernel.write_spec(spec)
+    result = project.runpytest(*fake_kernel.options())
+    result.assert_outcomes(passed=5, failed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*lists 1 suite(s) with no cases in this kernel ('kunit_fault'*"])

@@ -53,8 +53,27 @@ def test_a_crash_report_is_in_the_crashed_cases_slice(project: pytest.Pytester, 
     result = project.runpytest(*fake_kernel.options("-k", "other"))
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
-        ["*Captured kunit console: other.second call*", "*# Subtest: other", "*ok 1 first", "BUG: kernel NULL*"]
+        ["*Captured kunit console: other.second call*", "*# Subtest: other", "BUG: kernel NULL*"]
     )
+    assert "ok 1 first" not in result.stdout.str()  # the passing case before it is no part of its slice
+
+
+def test_a_second_failure_in_a_suite_does_not_repeat_the_first(
+    project: pytest.Pytester, fake_kernel: FakeKernel
+) -> None:
+    """Each failure's slice is its suite's header and its own lines: the second failure of a suite once reprinted
+    every earlier case's lines, the first failure's among them."""
+    fake_kernel.set_case("other", "first", outcome="fail", log=["EXPECTATION FAILED at lib/a.c:1", "first's own"])
+    fake_kernel.set_case("other", "second", outcome="fail", log=["EXPECTATION FAILED at lib/a.c:2", "second's own"])
+    result = project.runpytest(*fake_kernel.options("-k", "other"))
+    result.assert_outcomes(failed=2)
+    text = result.stdout.str()
+    second = text[text.index("Captured kunit console: other.second") :]
+    second = second[: second.index("short test summary")]
+    assert "# Subtest: other" in second and "1..2" in second and "second's own" in second
+    assert "first's own" not in second and "not ok 1 first" not in second
+    first = text[text.index("Captured kunit console: other.first") : text.index("other.second FAILED at")]
+    assert "first's own" in first and "second's own" not in first
 
 
 def junit_times(report: Path) -> dict[str, float]:

@@ -14,7 +14,10 @@ from pytest_kunit.console.transcript import (
     console_line,
     printk_seconds,
     strip_controls,
+    visible,
 )
+from pytest_kunit.face.report import render_failure
+from pytest_kunit.findings.outcomes import Outcome
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -79,11 +82,12 @@ def test_case_durations_by_the_host_without_time_stamps() -> None:
     assert mapped(lines, host).seconds == {("s", "a"): pytest.approx(0.5), ("s", "b"): pytest.approx(2.5)}
 
 
-def test_a_cases_slice_runs_from_its_suites_header_to_its_result() -> None:
+def test_a_cases_slice_runs_from_its_suites_header_to_its_result_without_earlier_cases() -> None:
     lines = (DATA / "synthetic-timestamps.log").read_text().splitlines()
     layout = mapped(lines)
     failing = layout.case_lines(lines, ("ts-suite", "ts_fail"))
     assert failing[0].endswith("# Subtest: ts-suite") and failing[-1].endswith("not ok 2 ts_fail")
+    assert not [line for line in failing if "ok 1 ts_pass" in line]
     assert layout.case_lines(lines, ("ts-second", "ts_second_case"))[0].endswith("# Subtest: ts-second")
     # No result line: the suite's section up to its end; a suite never seen: nothing.
     assert layout.case_lines(lines, ("ts-second", "missing"))[-1].endswith("ok 2 ts-second")
@@ -92,7 +96,30 @@ def test_a_cases_slice_runs_from_its_suites_header_to_its_result() -> None:
 
 def test_a_case_of_a_suite_that_never_ended_runs_to_the_consoles_end() -> None:
     lines = ["KTAP version 1", "1..1", "  # Subtest: s", "  1..2", "  ok 1 a", "BUG: kernel NULL pointer dereference"]
-    assert mapped(lines).case_lines(lines, ("s", "b")) == tuple(lines[2:])
+    assert mapped(lines).case_lines(lines, ("s", "b")) == ("  # Subtest: s", "  1..2", lines[-1])
+
+
+def test_a_failures_slice_holds_its_suites_header_and_its_own_lines_not_an_earlier_failures() -> None:
+    lines = [
+        "KTAP version 1",
+        "1..1",
+        "    KTAP version 1",
+        "    # Subtest: s",
+        "    # module: m",
+        "    1..3",
+        "    # first: EXPECTATION FAILED at lib/a.c:10",
+        "    not ok 1 first",
+        "    ok 2 between",
+        "    # second: EXPECTATION FAILED at lib/a.c:20",
+        "    not ok 3 second",
+        "not ok 1 s",
+    ]
+    layout = mapped(lines)
+    header = ("    # Subtest: s", "    # module: m", "    1..3")
+    assert layout.case_lines(lines, ("s", "first")) == (*header, *lines[6:8])
+    second = layout.case_lines(lines, ("s", "second"))
+    assert second == (*header, *lines[9:11])
+    assert not [line for line in second if "first" in line or "between" in line]
 
 
 def test_an_over_long_line_is_cut_once_and_says_so() -> None:
@@ -122,3 +149,14 @@ def test_a_flooding_guest_keeps_the_head_and_the_tail_and_says_what_was_dropped(
     # The map still points at the same lines.
     assert lines[console_map.headers["s"]] == "    # Subtest: s"
     assert lines[console_map.results[("s", "c")]] == "flood 004990"
+
+
+@pytest.mark.parametrize("character", ["\u200b", "\u200f", "\u2028", "\u2029", "\ufeff", "\u2060"])
+def test_a_report_shows_invisible_and_line_separating_characters_as_code_points(character: str) -> None:
+    result = ktap.CaseResult(
+        "s", f"c{character}", ktap.Status.FAILED, diagnostics=(f"    # c: EXPECTATION FAILED at a.c:1 {character}x",)
+    )
+    text = render_failure(Outcome(result, Path("console.log")))
+    assert character not in text
+    assert f"<U+{ord(character):04X}>" in text and text.splitlines()[0].startswith("s.c<U+")
+    assert visible("plain ünïcode") == "plain ünïcode"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.console import ktap, oops
+from pytest_kunit.console import ktap_lines as grammar
 from pytest_kunit.console.ktap import (
     CaseResult,
     KtapStarted,
@@ -127,11 +128,17 @@ def test_parse_list_ignores_lines_before_ktap_and_strips_timestamps() -> None:
         "input: ImExPS/2 Generic Explorer Mouse as /devices/platform/i8042/serio1/input/input2",
         "1..2",
         "random: crng init done.",
-        "# a comment.x",
+        "# hash suite.x",
         "suite-b.case.three",
     ]
-    # Split at the first dot, as the kernel splits kunit.filter_glob: a case name may hold dots.
-    assert listed(lines) == [("suite-a", "case_one"), ("suite-a", "case_two"), ("suite-b", "case.three")]
+    # Split at the first dot, as the kernel splits kunit.filter_glob: a case name may hold dots; a suite's name may
+    # start with `#` (a list boot prints no comments), so only a message with no dot is no case.
+    assert listed(lines) == [
+        ("suite-a", "case_one"),
+        ("suite-a", "case_two"),
+        ("# hash suite", "x"),
+        ("suite-b", "case.three"),
+    ]
 
 
 def parsed_list_boot(lines: list[str]) -> list[ktap.Event]:
@@ -743,6 +750,7 @@ def test_listed_case_is_emitted_once_its_attribute_lines_are_read() -> None:
     assert parser.feed("# first.speed: slow") == []
     assert parser.feed("s.second") == [ktap.Listed("s", "first", (("speed", "slow"),))]
     assert parser.feed("# other.speed: slow") == [ktap.Listed("s", "second")]
+    assert parser.feed("t") == []
     assert parser.feed("t.third") == []
     assert parser.finish() == [ktap.Listed("t", "third")]
 
@@ -931,7 +939,10 @@ def test_result_line_without_name_and_results_outside_any_suite() -> None:
     ],
 )
 def test_result_line_forms(line: str, status: Status, reason: str) -> None:
-    events = list(ktap.parse(["KTAP version 1", "    # Subtest: s", line]))
+    # At its suite's own depth (a result line counts only there), whatever the indentation is made of.
+    cleaned = grammar.clean(line)
+    depth = cleaned[: len(cleaned) - len(cleaned.lstrip())]
+    events = list(ktap.parse(["KTAP version 1", f"{depth}# Subtest: s", line]))
     assert cases(events) == [CaseResult("s", "c", status, reason)]
 
 

@@ -6,6 +6,7 @@ time linear in its length (hypothesis deadlines bound each example; nothing here
 from __future__ import annotations
 
 import re
+import time
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -200,3 +201,182 @@ def test_deep_nesting_parses_quickly_and_closes_cleanly(depth: int) -> None:
     events = list(ktap.parse(lines))
     assert [e.case for e in events if isinstance(e, CaseResult)] == ["g2"]
     assert not [e for e in events if isinstance(e, ktap.Unfinished)]
+
+
+def test_names_that_read_like_kernel_messages_or_comments_are_listed() -> None:
+    # 6.1's list: `suite.case` lines only; a name may hold `: `, start with `#`, hold brackets and quotes.
+    lines = [
+        "KTAP version 1",
+        "net: core.first",
+        "random: crng init done",  # no dot: no name, a message between two cases
+        "#hash.case [1] 'q'",
+        'bad: suite."quoted": case',
+    ]
+    assert listing(lines) == [
+        Listed("net: core", "first"),
+        Listed("#hash", "case [1] 'q'"),
+        Listed("bad: suite", '"quoted": case'),
+    ]
+
+
+def test_a_suite_line_that_reads_like_a_message_is_a_suite_when_its_cases_follow() -> None:
+    # 6.12's list names each suite first: `net: core` is a suite line, `input: ...` between suites a kernel message.
+    lines = [
+        "KTAP version 1",
+        "first",
+        "first.a",
+        "input: ImExPS/2 Generic Explorer Mouse as /devices/platform/i8042/serio1/input/input2",
+        "net: core",
+        "net: core.b",
+        "# lead",
+        "# module: hashes",
+        "# lead.c",
+    ]
+    assert listing(lines) == [
+        Listed("first", "a"),
+        Listed("net: core", "b"),
+        Listed("# lead", "c", (("module", "hashes"),)),
+    ]
+
+
+def empty_suites(lines: list[str]) -> list[ktap.Event]:
+    parser = ktap.KtapParser(list_boot=True)
+    events = [event for line in lines for event in parser.feed(line)] + parser.finish()
+    return [event for event in events if isinstance(event, Listed | Unread | ktap.EmptySuite)]
+
+
+def test_a_suite_listed_with_no_cases_is_an_empty_suite_not_an_unread_line() -> None:
+    # 6.12's all_tests.config on UML: kunit_fault's one case needs CONFIG_KUNIT_FAULT_TEST, which UML lacks.
+    lines = [
+        "KTAP version 1",
+        "kunit_status",
+        "kunit_status.kunit_status_set_failure_test",
+        "kunit_fault",
+        "# module: kunit_test",
+        "kunit_device",
+        "kunit_device.kunit_device_test",
+    ]
+    assert empty_suites(lines) == [
+        Listed("kunit_status", "kunit_status_set_failure_test"),
+        ktap.EmptySuite("kunit_fault", (("module", "kunit_test"),)),
+        Listed("kunit_device", "kunit_device_test"),
+    ]
+    # The first suite of the list may be the empty one: its line is judged once the list shows its suite lines.
+    assert empty_suites(["KTAP version 1", "kunit_fault", "kunit_status", "kunit_status.t"]) == [
+        ktap.EmptySuite("kunit_fault"),
+        Listed("kunit_status", "t"),
+    ]
+    # A list without suite lines (6.1) has no empty suites: a line naming no case there is unread.
+    assert empty_suites(["KTAP version 1", "a.one", "gibberish", "b.two"]) == [
+        Listed("a", "one"),
+        Unread("gibberish"),
+        Listed("b", "two"),
+    ]
+
+
+def test_a_test_boot_prints_an_empty_suite_as_a_skipped_suite() -> None:
+    # What the kernel prints for a suite with no cases (lib/kunit/test.c: a plan of 0, kunit_suite_has_succeeded's
+    # KUNIT_SKIPPED): the same suite the list named, skipped, with no case.
+    lines = ["KTAP version 1", "1..1", "    KTAP version 1", "    # Subtest: kunit_fault", "    1..0"]
+    events = list(ktap.parse([*lines, "ok 1 kunit_fault # SKIP "]))
+    assert [e for e in events if isinstance(e, ktap.SuiteFinished)] == [
+        ktap.SuiteFinished("kunit_fault", Status.SKIPPED)
+    ]
+    assert not [e for e in events if isinstance(e, CaseResult | ktap.Unfinished)]
+
+
+def test_a_forged_result_at_any_depth_but_its_suites_passes_no_case() -> None:
+    # case_a printk()s `ok 2 case_b` at a depth between the root's and the suite's, or deeper; then the guest panics.
+    for indent in ("  ", "      ", "        ", "\t"):
+        lines = suite(f"{indent}ok 2 case_b", "    ok 1 case_a", "Kernel panic - not syncing: Fatal exception")
+        assert results(lines) == [("s", "case_a", P)], indent
+        assert [e.reported for e in ktap.parse(lines) if isinstance(e, ktap.Unfinished)] == [1]
+    # Nor does a forged closing line at another depth end the suite early.
+    lines = suite("  ok 1 s", "    ok 1 case_a", "    ok 2 case_b", "ok 1 s")
+    assert results(lines) == [("s", "case_a", P), ("s", "case_b", P)]
+
+
+def test_a_result_number_of_thousands_of_digits_is_no_result_and_raises_nothing() -> None:
+    huge = "9" * 5000
+    lines = suite(f"    ok {huge} x", f"    1..{huge}", f"    not ok {huge}", "    ok 1 case_a")
+    assert results(lines) == [("s", "case_a", P)]
+    assert ktap.since_last_result([f"ok {huge} x"]) == [f"ok {huge} x"]
+
+
+# --- shapes that once made the parser quadratic or unbounded -----------------------------------------------------
+# Each bound is generous: the shape took minutes (or gigabytes) before and takes well under a second now, so a loaded
+# machine cannot make these flaky.
+
+
+def parse_within(lines: list[str], seconds: float) -> list[ktap.Event]:
+    began = time.perf_counter()
+    events = list(ktap.parse(lines))
+    assert time.perf_counter() - began < seconds
+    return events
+
+
+def test_sixteen_thousand_subtests_at_one_indentation_parse_in_seconds() -> None:
+    # 380 KiB: each `# Subtest:` pushed a block that every later result line scanned (73 s; 0.4 s now).
+    lines = ["KTAP version 1", "1..1", *(f"# Subtest: g{n}" for n in range(16_000)), *(["ok 1 x"] * 16_000)]
+    parse_within(lines, 10.0)
+
+
+def test_wide_deep_long_and_many_plans_parse_in_seconds() -> None:
+    wide = ["KTAP version 1", "1..1", "    # Subtest: s", *(f"    ok {n} case_{n}" for n in range(1, 50_001)), "ok 1 s"]
+    assert len([e for e in parse_within(wide, 10.0) if isinstance(e, CaseResult)]) == 50_000
+    deep = ["KTAP version 1", *(" " * level + f"# Subtest: g{level}" for level in range(1, 5_001))]
+    deep += [" " * level + f"ok 1 g{level + 1}" for level in range(5_000, 0, -1)]
+    parse_within(deep, 10.0)
+    long = ["KTAP version 1", "    # Subtest: s", *(["    # " + "x: " * 1300] * 2_000), "    ok 1 c"]
+    parse_within(long, 10.0)
+    plans = ["KTAP version 1", "1..1", "    # Subtest: s", *(f"    1..{n}" for n in range(50_000))]
+    parse_within(plans, 10.0)
+
+
+def test_one_plan_line_announces_no_more_than_the_bound() -> None:
+    # A replayed 39-byte console once stood for three million unfinished cases (8 s, 887 MiB).
+    head = ["KTAP version 1", "1..1", "    # Subtest: s"]
+    (unfinished,) = [e for e in ktap.parse([*head, "    1..3000000"]) if isinstance(e, ktap.Unfinished)]
+    assert unfinished.planned is None
+    (bounded,) = [e for e in ktap.parse([*head, f"    1..{ktap.MAX_PLAN}"]) if isinstance(e, ktap.Unfinished)]
+    assert bounded.planned == ktap.MAX_PLAN
+
+
+def test_result_lines_of_names_that_start_with_a_hash_or_are_a_dash() -> None:
+    lines = [
+        "KTAP version 1",
+        "1..2",
+        "    KTAP version 1",
+        "    # Subtest: #hash",
+        "    1..2",
+        "    ok 1 #case [1]",
+        "    ok 2 #skipped # SKIP not here",
+        "ok 1 #hash",
+        "    KTAP version 1",
+        "    # Subtest: -",
+        "    1..1",
+        "    not ok 1 -",
+        "not ok 2 -",
+    ]
+    assert results(lines) == [("#hash", "#case [1]", P), ("#hash", "#skipped", Status.SKIPPED), ("-", "-", F)]
+    assert [(e.suite, e.status) for e in ktap.parse(lines) if isinstance(e, ktap.SuiteFinished)] == [
+        ("#hash", P),
+        ("-", F),
+    ]
+    # A `#` that a directive follows still opens it, and TAP's dash before a name is still no part of it.
+    assert results(suite("    ok 1 # SKIP no name", "    ok 2 - case_b")) == [
+        ("s", "", Status.SKIPPED),
+        ("s", "case_b", P),
+    ]
+
+
+def test_a_forged_closing_line_between_depths_does_not_close_a_suite_opened_by_its_version_line() -> None:
+    # KTAP's own nesting: no `# Subtest:`, the suite named by its closing line alone, at the root's depth.
+    lines = ["KTAP version 1", "1..1", "    KTAP version 1", "    1..2", "    ok 1 case_a", "  ok 1 forged"]
+    lines += ["    ok 2 case_b", "ok 1 s"]
+    assert results(lines) == [("s", "case_a", P), ("s", "case_b", P)]
+
+
+def test_a_list_line_that_looks_like_ktap_is_a_name_but_a_plan_is_none() -> None:
+    lines = ["KTAP version 1", "1..2", "ok 1 s.case", "# Subtest: t.case", "not ok 2 - u.c"]
+    assert listing(lines) == [Listed("ok 1 s", "case"), Listed("# Subtest: t", "case"), Listed("not ok 2 - u", "c")]
