@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ..fragments.alltests import ALLTESTS
 from ..fragments.files import fragments_in_run, is_fragment
 from ..fragments.pipeline import STATE
 from ..host.progress import Progress
@@ -39,16 +40,18 @@ class KernelTreeGround:
         return known
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
-        """Inside a kernel tree: no file but a fragment, and no directory whose conftest.py pytest would import on
-        entering it (pytest asks before it collects a directory, and never for a path named on the command line)."""
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        """Inside a kernel tree: no file but a fragment (or, with --kunit-alltests, the tree's all_tests.config), and
+        no directory whose conftest.py pytest would import on entering it (pytest asks before it collects a
+        directory, and never for a path named on the command line)."""
         if collection_path.is_dir():
             if (collection_path / "conftest.py").is_file() and self.in_kernel_tree(collection_path):
                 return True
             return None
         if is_fragment(collection_path) or not self.in_kernel_tree(collection_path.parent):
             return None
-        return True
+        alltests = config.stash[STATE].settings.alltests
+        return not (alltests and collection_path.as_posix().endswith(f"/{ALLTESTS.as_posix()}"))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> None:
