@@ -105,6 +105,8 @@ class Kernel:
     tree: Path
     cases: tuple[CaseId, ...]
     attributes: Mapping[CaseId, Attributes] = field(default_factory=dict)  # from a kunit.action=list_attr boot
+    # Suites the list boot named with no case in this kernel (each case needs an option it lacks): reported skipped.
+    empty_suites: tuple[str, ...] = ()
     boot_args: tuple[str, ...] = ()  # on every boot of this image (its sanitizers' own, its /init's)
     initrd: Path | None = None  # the initramfs whose /init runs after KUnit (initramfs.py)
     # The suites this fragment holds when its image is a kernel shared with other fragments (sharing.py): only these

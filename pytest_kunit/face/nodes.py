@@ -73,18 +73,23 @@ def _chain(node: pytest.Collector) -> tuple[str, ...]:
     return (*_chain(node.parent), node.name)
 
 
-def _suites(parent: pytest.Collector, kernel: Kernel) -> Iterable[KunitSuite]:
-    """The suites of `kernel` (those of its fragment, in a shared kernel) as collectors under `parent`; a node id
-    on the command line naming a suite it does not have is refused with those it has."""
+def _suites(parent: pytest.Collector, kernel: Kernel) -> Iterable[KunitSuite | KunitEmptySuite]:
+    """The suites of `kernel` (those of its fragment, in a shared kernel) as collectors under `parent`, and those
+    it lists with no case as items; a node id on the command line naming a suite it does not have is refused with
+    those it has."""
     suites: dict[str, list[str]] = {}
     for suite, case in kernel.cases:
         if kernel.suites is None or suite in kernel.suites:
             suites.setdefault(suite, []).append(case)
-    unknown = unknown_name_error(parent.config, parent.path, _chain(parent), "suite", list(suites), parent.nodeid)
+    empty = [suite for suite in kernel.empty_suites if kernel.suites is None or suite in kernel.suites]
+    named = [*suites, *empty]
+    unknown = unknown_name_error(parent.config, parent.path, _chain(parent), "suite", named, parent.nodeid)
     if unknown is not None:
         raise unknown
     for suite, cases in suites.items():
         yield KunitSuite.from_parent(parent, name=suite, kernel=kernel, cases=cases)
+    for suite in empty:
+        yield KunitEmptySuite.from_parent(parent, name=suite, kernel=kernel)
 
 
 class _ReportsKunitErrors(pytest.Collector):
@@ -135,6 +140,22 @@ class KunitSuite(_ReportsKunitErrors):
             raise unknown
         for case in self.cases:
             yield KunitCase.from_parent(self, name=case, kernel=self.kernel, suite=self.name)
+
+
+class KunitEmptySuite(pytest.Item):
+    """A suite the kernel lists with no case (each of its cases needs an option this kernel lacks: 6.12's
+    kunit_fault on UML): skipped, as kunit.py reports it, from the list boot alone; nothing of it boots."""
+
+    def __init__(self, *, kernel: Kernel, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.kernel = kernel
+        self.add_marker(pytest.mark.kunit_arch(name=kernel.arch.name))
+
+    def runtest(self) -> None:
+        pytest.skip(f"suite {self.name} has no cases in this kernel (each needs a config option it lacks)")
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, self.name
 
 
 class KunitCase(pytest.Item):

@@ -295,13 +295,12 @@ class KernelBuilder:
                     progress.phase(f"the case list of {kernel.build.image} is unchanged (the same suite tables)")
                 else:
                     progress.phase(f"listing the cases of {kernel.build.image}: one boot with kunit.action=list")
-                    cases, attributes = list_cases(self.runner, kernel, kernel.features.attributes)
-                    listed = CaseList(cases, {}, attributes)
+                    listed = list_cases(self.runner, kernel, kernel.features.attributes)
                     if tables:
                         save_case_list(cache_dir, tables, listed)
                 if locations is None:  # the cases' lines in the C files may have moved since
                     locations = case_locations(kernel.tree, kernel.build.build_dir)
-                listing = CaseList(listed.cases, locations, listed.attributes)
+                listing = replace(listed, locations=locations)
                 save_case_list(cache_dir, digest, listing)
             return listing
 

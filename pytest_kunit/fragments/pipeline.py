@@ -79,7 +79,9 @@ class SessionState(KernelBuilder):
         if unlisted.modules:
             cases = (*cases, *(case for module in unlisted.modules for case in module_cases(module)))
             self._name_built_in(key, listing.cases)
-        return replace(unlisted, cases=cases, attributes=listing.attributes, boot_args=boot_args)
+        return replace(
+            unlisted, cases=cases, attributes=listing.attributes, empty_suites=listing.empty_suites, boot_args=boot_args
+        )
 
     def _name_built_in(self, key: str, built_in: Sequence[CaseId]) -> None:
         """--kunit-modules: say once which suites run built in, as Kconfig would not make them modules."""

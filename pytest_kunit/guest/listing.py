@@ -4,14 +4,14 @@ its end, the kernel's own reboot after the last name."""
 from __future__ import annotations
 
 import re
-import warnings
 
 from ..arch import QemuSettings
 from ..console import ktap, oops
 from ..console import ktap_lines as grammar
 from ..console.transcript import BootRecord
-from ..errors import BootError, KunitWarning
-from ..model import Attributes, CaseId, Kernel
+from ..errors import BootError
+from ..host.cache import CaseList
+from ..model import Kernel
 from .boot_failure import boot_failure
 from .recovery import killed_by
 from .runner import Runner
@@ -58,11 +58,10 @@ def _how_it_ended(record: BootRecord) -> str:
     return f"the console stopped after {len(record.console)} lines, with no reboot, though {record.program} exited 0"
 
 
-def list_cases(
-    runner: Runner, kernel: Kernel, with_attributes: bool = False
-) -> tuple[tuple[CaseId, ...], dict[CaseId, Attributes]]:
+def list_cases(runner: Runner, kernel: Kernel, with_attributes: bool = False) -> CaseList:
     """The cases `kernel`'s image holds, in the order the kernel runs them, with each case's attributes where the
-    kernel has them (kunit.action=list_attr), from a list boot that reached its end.
+    kernel has them (kunit.action=list_attr) and the suites it names with no case, from a list boot that reached its
+    end (the cases' source lines are the caller's to add).
 
     A list boot cut short (a console wrapper, a killed QEMU) is booted once more; a second cut, or a guest that went
     silent, is an error: a partial list would leave cases out of every later run.
@@ -76,11 +75,10 @@ def list_cases(
             unread = [event.line for event in events if isinstance(event, ktap.Unread)]
             if unread:
                 raise _unread_error(kernel, action, unread, len(listed))
-            empty = [event.suite for event in events if isinstance(event, ktap.EmptySuite)]
-            if empty:
-                warnings.warn(KunitWarning(_empty_note(kernel, empty)), stacklevel=2)
+            empty = tuple(event.suite for event in events if isinstance(event, ktap.EmptySuite))
             cases = tuple((item.suite, item.case) for item in listed)
-            return cases, {(item.suite, item.case): item.attributes for item in listed if item.attributes}
+            attributes = {(item.suite, item.case): item.attributes for item in listed if item.attributes}
+            return CaseList(cases, {}, attributes, empty)
         if not record.ktap_started:
             raise boot_failure(record)
         if record.timed_out or attempt == tries:
@@ -93,16 +91,6 @@ def list_cases(
         "check what runs QEMU (--kunit-qemu) passes its whole console through and lets it exit by itself, and read "
         "the console tail below.",
         detail=f"Console tail:\n{tail}",
-    )
-
-
-def _empty_note(kernel: Kernel, suites: list[str]) -> str:
-    named = ", ".join(repr(suite) for suite in suites[:_QUOTED])
-    more = f" and {len(suites) - _QUOTED} more" if len(suites) > _QUOTED else ""
-    return (
-        f"pytest-kunit: {kernel.build.image} lists {len(suites)} suite(s) with no cases in this kernel ({named}{more}: "
-        "each case needs a config option the kernel lacks); nothing of them runs, as kunit.py reports such a suite "
-        "skipped."
     )
 
 

@@ -69,6 +69,7 @@ class CaseList:
     cases: tuple[CaseId, ...]
     locations: dict[str, tuple[str, int]]
     attributes: dict[CaseId, Attributes] = field(default_factory=dict)
+    empty_suites: tuple[str, ...] = ()  # suites listed with no case in this kernel
 
 
 def _valid_list(data: Any) -> bool:
@@ -95,6 +96,8 @@ def _valid_list(data: Any) -> bool:
             and all(isinstance(pair, list) and len(pair) == 2 for pair in entry[2])
             for entry in data["attributes"]
         )
+        and isinstance(data.get("empty_suites", []), list)
+        and all(isinstance(suite, str) for suite in data.get("empty_suites", []))
     )
 
 
@@ -107,14 +110,20 @@ def case_list_from(data: Any) -> CaseList | None:
     attributes = {
         (suite, case): tuple((key, value) for key, value in pairs) for suite, case, pairs in data["attributes"]
     }
-    return CaseList(cases, locations, attributes)
+    return CaseList(cases, locations, attributes, tuple(data.get("empty_suites", [])))
 
 
 def case_list_data(listing: CaseList) -> dict[str, Any]:
     attributes = [[suite, case, [list(pair) for pair in pairs]] for (suite, case), pairs in listing.attributes.items()]
     cases = [list(case) for case in listing.cases]
     locations = {name: list(where) for name, where in listing.locations.items()}
-    return {"format": LIST_FORMAT, "cases": cases, "locations": locations, "attributes": attributes}
+    return {
+        "format": LIST_FORMAT,
+        "cases": cases,
+        "locations": locations,
+        "attributes": attributes,
+        "empty_suites": list(listing.empty_suites),
+    }
 
 
 def load_case_list(cache_dir: Path, digest: str) -> CaseList | None:

@@ -173,14 +173,24 @@ def test_names_that_read_as_kernel_messages_or_comments_round_trip(
     assert fake_kernel.filters() == ["#hash (x) 'q'.c [[]1]"]
 
 
-def test_a_suite_listed_with_no_cases_is_no_collection_error(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
+def test_a_suite_listed_with_no_cases_is_skipped_as_kunit_py_reports_it(
+    project: pytest.Pytester, fake_kernel: FakeKernel
+) -> None:
     """6.12's all_tests.config on UML lists kunit_fault with no cases (its case needs CONFIG_KUNIT_FAULT_TEST): the
-    fragment once ended in a collection error, 0 of 599 cases run. The suite is said to have none; the rest run."""
+    fragment once ended in a collection error, 0 of 599 cases run. The suite is one item, skipped as kunit.py reports
+    it, from the list boot alone; the rest run, and a cached list keeps it."""
     (fake_kernel.tree / "lib/kunit/executor.c").write_text(EXECUTOR_6_12)
     message_like_suites(fake_kernel)
     spec = fake_kernel.spec()
     spec["suites"].insert(1, {"name": "kunit_fault", "cases": []})
     fake_kernel.write_spec(spec)
-    result = project.runpytest(*fake_kernel.options())
-    result.assert_outcomes(passed=5, failed=1, warnings=1)
-    result.stdout.fnmatch_lines(["*lists 1 suite(s) with no cases in this kernel ('kunit_fault'*"])
+    junit = project.path / "junit.xml"
+    for _ in range(2):  # the first run lists the kernel, the second reads its cached list
+        result = project.runpytest(*fake_kernel.options("-rs", f"--junitxml={junit}"))
+        result.assert_outcomes(passed=5, failed=1, skipped=1)
+        result.stdout.fnmatch_lines(["SKIPPED*suite kunit_fault has no cases in this kernel*"])
+        skipped = [case for case in ET.parse(junit).getroot().iter("testcase") if case.find("skipped") is not None]
+        assert [case.get("name") for case in skipped] == ["kunit_fault"]
+    assert all("kunit_fault" not in (glob or "") for glob in fake_kernel.filters())  # it boots nowhere
+    selected = project.runpytest(*fake_kernel.options("-k", "kunit_fault"))
+    selected.assert_outcomes(skipped=1)
