@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .arch import Arch
-from .options import Accel, Isolate, Wrapper
+from .options import DEFAULT_MAKE_TIMEOUT, Accel, Isolate, Wrapper
 from .versions import TreeFeatures
 
 CaseId = tuple[str, str]  # (suite, case)
@@ -60,6 +60,7 @@ class Settings:
     cross_compile: str | None = None  # the CROSS_COMPILE prefix instead of the architecture's; None: its own
     replay: Path | None = None  # a saved console read instead of building and booting; STDIN: read from stdin
     modules: bool = False  # --kunit-modules: tristate suites built as modules, loaded by the initramfs's /init
+    make_timeout: int = DEFAULT_MAKE_TIMEOUT  # seconds one make run may take; 0: no deadline
 
     @property
     def matrix(self) -> tuple[str, ...]:

@@ -11,6 +11,10 @@ import pytest
 from .versions import DEFAULT_TARBALL, MAX_CASE_TIMEOUT
 
 COVERAGE_DIR = "kunit-coverage"
+# Seconds one make run may take: ten times the slowest cold build measured on the project's two-core machine (UML,
+# 940 s under load), so an --kunit-alltests kernel on a slow machine still fits; below the six hours a process waits
+# for a cache lock, so one waiting on a hung build hears that build's error rather than giving up on the lock.
+DEFAULT_MAKE_TIMEOUT = 3 * 3600
 
 
 class Accel(enum.Enum):
@@ -190,6 +194,11 @@ OPTIONS = (
         "collected (under the one fragment given, else under the console file) and given the outcomes a live run "
         "would",
         "path",
+    ),
+    Option(
+        "kunit_make_timeout",
+        "whole seconds one make run of a build may take before it is stopped and the build fails (a hung make "
+        f"would hold its worker forever); default {DEFAULT_MAKE_TIMEOUT} (3 h); 0: no deadline",
     ),
 )
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..options import COVERAGE_DIR, OPTIONS, Accel, Isolate, Wrapper
+from ..options import COVERAGE_DIR, DEFAULT_MAKE_TIMEOUT, OPTIONS, Accel, Isolate, Wrapper
 from ..versions import MAX_CASE_TIMEOUT
 
 if TYPE_CHECKING:
@@ -316,4 +316,7 @@ def resolve(config: pytest.Config, arches: Collection[str] | None = None) -> Set
         cross_compile=knobs.cross_compile(*_raw(config, "kunit_cross_compile")),
         replay=_replay(config),
         modules=_modules(config),
+        make_timeout=_convert(
+            config, "kunit_make_timeout", DEFAULT_MAKE_TIMEOUT, _whole_number, "whole seconds, 0: none"
+        ),
     )

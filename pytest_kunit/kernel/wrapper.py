@@ -210,15 +210,18 @@ def _link(link: Path, tree: Path) -> None:
     os.replace(scratch, link)
 
 
-def wrap_compilers(wrapper: Wrapper, make: MakeSettings, build_dir: Path, tree: Path) -> CompilerWrapping:
-    """Write the wrapper scripts into the build directory and return make's environment; raises BuildError when the
-    wrapper is not installed or has nowhere to compile."""
+def wrap_compilers(
+    wrapper: Wrapper, make: MakeSettings, build_dir: Path, tree: Path, path: str | None = None
+) -> CompilerWrapping:
+    """Write the wrapper scripts into the build directory and return what make's environment needs for them; raises
+    BuildError when the wrapper is not installed or has nowhere to compile. `path`: the PATH make runs with (default
+    this process's), on which each compiler is found by name: a path prefix's tools are linked there (makerun.py)."""
     wrapper = chosen(wrapper)
     tool = TOOLS.get(wrapper)
     if tool is None:
         return CompilerWrapping(wrapper, describe="no compiler wrapper")
     program = _program(wrapper, tool)
-    path = os.environ.get("PATH", os.defpath)
+    path = os.environ.get("PATH", os.defpath) if path is None else path
     scripts = build_dir / WRAPPER_DIR
     scripts.mkdir(parents=True, exist_ok=True)
     build_dir = build_dir.resolve()
@@ -226,9 +229,11 @@ def wrap_compilers(wrapper: Wrapper, make: MakeSettings, build_dir: Path, tree: 
     if tool.base_dir_env:
         tree_link = _TreeLink(tree.resolve(), build_dir / TREE_LINK, tool.base_dir_env)
         _link(tree_link.link, tree_link.tree)
-    for compiler in dict.fromkeys(("gcc", make.compiler)):
-        script = scripts / compiler
-        script.write_text(_script(program, compiler, path, tree_link))
+    # By the compiler's name alone, as Kbuild runs it: a script always in the build directory, never at the path
+    # --kunit-cross-compile names (which would overwrite the compiler with a script running itself).
+    for name in dict.fromkeys(("gcc", os.path.basename(make.compiler))):
+        script = scripts / name
+        script.write_text(_script(program, name, path, tree_link))
         script.chmod(0o755)
     env = {name: os.environ.get(name, value) for name, value in BUILD_IDENTITY.items()}
     env |= {setting.name: setting.value for setting in tool.settings if not setting.user_decided()}
@@ -257,8 +262,9 @@ def ccache_counts(wrapping: CompilerWrapping) -> tuple[int, int] | None:
         return None
     if wrapping.stats_log is not None:
         return logged_counts(wrapping.stats_log)
-    try:
-        result = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True, timeout=30)
+    try:  # asked with make's environment: the ccache the build used (CCACHE_DIR, CCACHE_CONFIGPATH), wherever it is
+        env = os.environ | wrapping.env
+        result = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True, timeout=30, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None
     counters: dict[str, int] = {}
