@@ -102,6 +102,8 @@ def test_what_pytest_kunit_decides_leaves_make_s_environment_said_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(makerun, "_said", set())
+    for name in makerun.HONOURED:
+        monkeypatch.delenv(name, raising=False)
     shell = {"ARCH": "arm64", "CROSS_COMPILE": "aarch64-linux-gnu-", "O": "/o", "KBUILD_OUTPUT": "/k", "KCFLAGS": "-g"}
     for name, value in shell.items():
         monkeypatch.setenv(name, value)
