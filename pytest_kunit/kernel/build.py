@@ -29,7 +29,7 @@ from .image import ImageCheck, ImageRecord, check_image, file_digest
 from .kconfig import Fragment, check_fragment, parse_fragment
 from .makerun import Make, ProgressCallback, full_make, without_overridden
 from .tree import PreparedTree
-from .wrapper import TREE_LINK, ccache_counts, hit_note, wrap_compilers
+from .wrapper import TREE_LINK, ccache_counts, hit_note, llvm_compilers, wrap_compilers
 
 STAMP = ".pytest-kunit-stamp"
 LOG = "build.log"
@@ -298,9 +298,8 @@ def _make_image(
     make = Make(
         request.tree.path, build_dir, request.arch, request.jobs, log, {}, options, modules_too, request.make_timeout
     )
-    wrapping = wrap_compilers(
-        request.wrapper, request.arch.make, build_dir, request.tree.path, make.environment()["PATH"]
-    )
+    path, clang = make.environment()["PATH"], llvm_compilers(make.variables())
+    wrapping = wrap_compilers(request.wrapper, request.arch.make, build_dir, request.tree.path, path, clang)
     make = replace(make, env=wrapping.env)
     (build_dir / STAMP).unlink(missing_ok=True)
     # Written again once this build has ended, from its records: until then nothing vouches for it.

@@ -188,3 +188,22 @@ def test_a_make_timeout_that_is_not_seconds_is_a_usage_error(project: pytest.Pyt
     result = project.runpytest(*fake_kernel.options("--kunit-make-timeout=soon"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--kunit-make-timeout: 'soon' is not whole seconds, 0: none"])
+
+
+def test_clang_of_an_exported_llvm_runs_through_the_wrapper(
+    project: pytest.Pytester,
+    fake_kernel: FakeKernel,
+    logging_ccache: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clang = tmp_path / "bin" / "clang"  # beside the fake ccache
+    clang.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path / "clang.log"}\n')
+    clang.chmod(0o755)
+    monkeypatch.setenv("LLVM", "1")
+    project.runpytest(*fake_kernel.options("--kunit-wrapper=ccache")).assert_outcomes(**OUTCOMES)
+    compiles = [line.split()[0] for line in logging_ccache.read_text().splitlines() if not line.startswith("--")]
+    assert compiles == ["clang"]
+    assert (tmp_path / "clang.log").read_text().strip().endswith(f"-E -x c {os.devnull} -o {os.devnull}")
+    (build,) = fake_kernel.cache.glob("build/*")
+    assert "ccache in front of gcc and clang (CCACHE_BASEDIR=" in (build / "build.log").read_text()

@@ -315,8 +315,9 @@ def main(target: str, build_dir: str) -> int:
             listed = "".join(f"\t{name} \\\n" for name in kconfig_files(TREE / "Kconfig"))
             (out / "include/config/auto.conf.cmd").write_text(f"deps_config := \\\n{listed}\n")
     elif target in IMAGE_TARGETS:
-        # The compiler, $(CROSS_COMPILE)gcc from make's PATH, as Kbuild runs it (a compiler wrapper's script, if any).
-        compiler = os.environ.get("CROSS_COMPILE", "") + "gcc"
+        # The compiler from make's PATH, as Kbuild runs it (a compiler wrapper's script, if any): $(CROSS_COMPILE)gcc,
+        # or clang for LLVM=1.
+        compiler = "clang" if os.environ.get("LLVM") == "1" else os.environ.get("CROSS_COMPILE", "") + "gcc"
         with contextlib.suppress(OSError):  # a compiler that is not there: the tests that need one look for its runs
             subprocess.run([compiler, "-E", "-x", "c", os.devnull, "-o", os.devnull], capture_output=True, check=False)
         print("  CC      lib/kunit/test.o", flush=True)
