@@ -11,9 +11,9 @@ import pytest
 from .versions import DEFAULT_TARBALL, MAX_CASE_TIMEOUT
 
 COVERAGE_DIR = "kunit-coverage"
-# Seconds one make run may take: ten times the slowest cold build measured on the project's two-core machine (UML,
-# 940 s under load), so an --kunit-alltests kernel on a slow machine still fits; below the six hours a process waits
-# for a cache lock, so one waiting on a hung build hears that build's error rather than giving up on the lock.
+# Seconds one make run may take: over ten times the slowest cold build measured on the project's two-core machine
+# (UML, 940 s under load), so a kernel of all of kunit.py's all_tests.config on a slower machine still fits; below the
+# six hours a process waits for a cache lock, so one waiting on a hung build gets the lock before it gives up.
 DEFAULT_MAKE_TIMEOUT = 3 * 3600
 
 
