@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .arch import Arch
-from .options import Accel, FilterAction, Isolate, Wrapper
+from .options import DEFAULT_MAKE_TIMEOUT, Accel, FilterAction, Isolate, Wrapper
 from .versions import TreeFeatures
 
 CaseId = tuple[str, str]  # (suite, case)
@@ -63,6 +63,7 @@ class Settings:
     kunit_json: Path | None = None  # where to write the results in kunit.py's --json shape; None: nowhere
     alltests: bool = False  # --kunit-alltests: the tree's all_tests.config collected (fragments/alltests.py)
     filter_action: FilterAction = FilterAction.DESELECT  # what becomes of the cases a run does not select
+    make_timeout: int = DEFAULT_MAKE_TIMEOUT  # seconds one make run may take; 0: no deadline
 
     @property
     def matrix(self) -> tuple[str, ...]:

@@ -41,6 +41,7 @@ from .optiontypes import (
     KCONFIG_LINES,
     KERNEL_SOURCE,
     KERNEL_WORDS,
+    MAKE_SECONDS,
     MAKE_WORDS,
     NAMES,
     ORIGIN,
@@ -66,6 +67,10 @@ COVERAGE_DIR = "kunit-coverage"
 # GCOV kernel under TCG on a loaded host took more than 60 s to reach KUnit (its list boot killed, every case of two
 # fragments lost); a hang is the silence watchdog's to catch, so this only bounds a guest that never stops printing.
 BOOT_ALLOWANCE = 300.0
+# Seconds one make run may take: over ten times the slowest cold build measured on the project's two-core machine
+# (UML, 940 s under load), so a kernel of all of kunit.py's all_tests.config on a slower machine still fits; below the
+# six hours a process waits for a cache lock, so one waiting on a hung build gets the lock before it gives up.
+DEFAULT_MAKE_TIMEOUT = 3 * 3600
 
 
 class Accel(enum.Enum):
@@ -376,6 +381,14 @@ OPTIONS = (
         choice(FilterAction),
         FilterAction.DESELECT,
         kunitpy="--filter_action",
+    ),
+    Option(
+        "kunit_make_timeout",
+        "whole seconds one make run of a build may take before it is stopped and the build fails (a hung make "
+        "would hold its worker forever); 0: no deadline",
+        MAKE_SECONDS,
+        DEFAULT_MAKE_TIMEOUT,
+        "SECONDS",
     ),
 )
 

@@ -43,6 +43,7 @@ CASE_SECONDS = Type(
     f"a whole number of seconds from 1 to {MAX_CASE_TIMEOUT} (what the kernel's kunit.timeout accepts)",
 )
 SECONDS = Type("seconds", "a positive number of seconds")
+MAKE_SECONDS = Type("make seconds", "whole seconds, 0: none")
 YES_NO = Type("yes/no", "yes or no")
 NAMES = Type("names", "one architecture or a comma-separated list of them")
 SANITIZERS = Type("sanitizers", "a comma-separated list of: " + SANITIZER_NAMES)

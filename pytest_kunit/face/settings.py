@@ -195,6 +195,7 @@ READERS: dict[str, Reader] = {
     "console": _replay,
     "positive whole": _converted(_positive_int),
     "whole": _converted(_whole_number),
+    "make seconds": _converted(_whole_number),
     "case seconds": _converted(_case_timeout),
     "seconds": _converted(_positive_seconds),
     "choice": _choice,

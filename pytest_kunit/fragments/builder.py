@@ -27,6 +27,7 @@ from ..kbuild.records import NotARecord
 from ..kbuild.suitetable import Opaque, case_list_digest
 from ..kernel.build import BuildRequest, build, full_fragment
 from ..kernel.kconfig import Fragment, parse_fragment, read_fragment
+from ..kernel.makerun import honoured_variables
 from ..kernel.out_of_tree import install, suite_dir_for
 from ..kernel.tree import PreparedTree, enclosing_tree, patch_series, patchset_hash, prepare
 from ..model import BuiltKernel, Kernel, Settings, Stats, SuiteModule
@@ -118,10 +119,12 @@ class KernelBuilder:
         return parse_fragment("\n".join(self.settings.kconfig_add), "--kunit-kconfig-add")
 
     def make_options(self) -> tuple[str, ...]:
-        """The words every make run of a build gets after ARCH= and CROSS_COMPILE=: --kunit-make-options', then
-        --kunit-cross-compile's prefix (the architecture record carries it too; here it keys the build)."""
+        """The words every make run of a build gets after ARCH= and CROSS_COMPILE=: the flags and compiler the shell
+        exports (makerun.HONOURED), --kunit-make-options', then --kunit-cross-compile's prefix (the architecture record
+        carries it too; here it keys the build)."""
         cross = self.settings.cross_compile
-        return (*self.settings.make_options, *(() if cross is None else (f"CROSS_COMPILE={cross}",)))
+        own = (*honoured_variables(), *self.settings.make_options)
+        return (*own, *(() if cross is None else (f"CROSS_COMPILE={cross}",)))
 
     def _coverage_kconfig(self) -> Fragment:
         if self.settings.coverage is None:
@@ -234,6 +237,7 @@ class KernelBuilder:
             wrapper=self.settings.wrapper,
             make_options=self.make_options(),
             modules=self.settings.modules,
+            make_timeout=self.settings.make_timeout,
         )
         return request, choice
 

@@ -7,11 +7,10 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import time
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..arch import Arch
@@ -19,19 +18,18 @@ from ..errors import BuildError, ConfigError
 from ..host.cache import CacheWarning, write_atomically
 from ..host.cachelayout import BUILDS, CONFIGS, CacheLayout
 from ..host.locking import cache_lock
-from ..host.processes import group
 from ..kbuild.read_dirs import ReadScope, read_scope, widened
 from ..kbuild.records import kconfig_inputs
 from ..model import BuildResult
-from ..options import Wrapper
+from ..options import DEFAULT_MAKE_TIMEOUT, Wrapper
 from . import linkonly, moduleonly, modules
 from .compiler_check import check_compiler
 from .freshness import LAG_NS, TreeLook, look_at_tree
 from .image import ImageCheck, ImageRecord, check_image, file_digest
 from .kconfig import Fragment, check_fragment, parse_fragment
-from .makerun import Make, ProgressCallback, full_make
+from .makerun import Make, ProgressCallback, full_make, without_overridden
 from .tree import PreparedTree
-from .wrapper import TREE_LINK, ccache_counts, hit_note, wrap_compilers
+from .wrapper import TREE_LINK, ccache_counts, hit_note, llvm_compilers, wrap_compilers
 
 STAMP = ".pytest-kunit-stamp"
 LOG = "build.log"
@@ -57,6 +55,7 @@ class BuildRequest:
     # build key, as each can change what is built (a compiler, its flags).
     make_options: tuple[str, ...] = ()
     modules: bool = False  # --kunit-modules: the suites built as modules (modules.py); keys the build
+    make_timeout: float = DEFAULT_MAKE_TIMEOUT  # seconds one make run may take (--kunit-make-timeout); 0: none
 
 
 def full_fragment(request: BuildRequest) -> Fragment:
@@ -104,10 +103,7 @@ def _configure(request: BuildRequest, make: Make, fragment: Fragment) -> None:
     previous = dotconfig.read_text() if dotconfig.exists() else None
     previous_mtime = dotconfig.stat().st_mtime_ns if dotconfig.exists() else None
     dotconfig.write_text(fragment.text())
-    command, env = make.command(f"-j{make.jobs}", "olddefconfig", "syncconfig"), dict(make.env)
-    with log.open("a") as stream, group(command, stdout=stream, stderr=subprocess.STDOUT, env=env) as process:
-        returncode = process.wait()
-    if returncode != 0:
+    if make.run_logged(make.command(f"-j{make.jobs}", "olddefconfig", "syncconfig")) != 0:
         raise BuildError(
             f"`make olddefconfig syncconfig` failed in {request.tree.path}.",
             f"read the log {log}; the tree may be incomplete or not configured for O= builds "
@@ -143,7 +139,8 @@ def completed_config(request: BuildRequest, progress: ProgressCallback | None = 
                 progress.phase(f"completing a configuration in {directory} (no build)")
             log = directory / "config.log"
             log.write_text(f"# pytest-kunit: the configuration of {request.tree.path} alone\n")
-            make = Make(request.tree.path, directory, request.arch, request.jobs, log, os.environ, request.make_options)
+            options, timeout = request.make_options, request.make_timeout
+            make = Make(request.tree.path, directory, request.arch, request.jobs, log, {}, options, timeout=timeout)
             _configure(request, make, fragment)
         return (directory / ".config").read_text()
 
@@ -220,7 +217,8 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
         before = _previous_build(request, build_dir, image)
         # Taken before the walk, so that what the walk misses moves a directory's time past the build's start.
         linkable = request.arch.make.link_only and not before.built_by_this_run
-        snapshot = linkonly.snapshot(request.tree.path, build_dir, os.environ) if linkable else {}
+        environ = without_overridden(os.environ)  # as make gets it (makerun.py)
+        snapshot = linkonly.snapshot(request.tree.path, build_dir, environ) if linkable else {}
         sources = build_dir / SOURCES
         look = (
             None
@@ -295,18 +293,20 @@ def _make_image(
     """Configure and make the image (link-only where that is enough), check it; the image's check and how it was
     built, for the "built" line."""
     _check_tools(request.arch)
-    wrapping = wrap_compilers(request.wrapper, request.arch.make, build_dir, request.tree.path)
+    options, modules_too = request.make_options, request.modules
+    log = build_dir / LOG
+    make = Make(
+        request.tree.path, build_dir, request.arch, request.jobs, log, {}, options, modules_too, request.make_timeout
+    )
+    path, clang = make.environment()["PATH"], llvm_compilers(make.variables())
+    wrapping = wrap_compilers(request.wrapper, request.arch.make, build_dir, request.tree.path, path, clang)
+    make = replace(make, env=wrapping.env)
     (build_dir / STAMP).unlink(missing_ok=True)
     # Written again once this build has ended, from its records: until then nothing vouches for it.
     scope = _stored_scope(build_dir)
     (build_dir / READ).unlink(missing_ok=True)
     started = time.time_ns() - LAG_NS
-    log = build_dir / LOG
     log.write_text(f"# pytest-kunit build of {request.tree.path} into {build_dir}\n# compiler: {wrapping.describe}\n")
-    env = os.environ | wrapping.env
-    make = Make(
-        request.tree.path, build_dir, request.arch, request.jobs, log, env, request.make_options, request.modules
-    )
     fragment = full_fragment(request)
     srcarch = request.arch.make.source_arch
     as_configured = modules.recorded(fragment, build_dir) if request.modules else fragment

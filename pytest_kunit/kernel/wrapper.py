@@ -12,6 +12,7 @@ import os
 import shlex
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -210,15 +211,33 @@ def _link(link: Path, tree: Path) -> None:
     os.replace(scratch, link)
 
 
-def wrap_compilers(wrapper: Wrapper, make: MakeSettings, build_dir: Path, tree: Path) -> CompilerWrapping:
-    """Write the wrapper scripts into the build directory and return make's environment; raises BuildError when the
-    wrapper is not installed or has nowhere to compile."""
+def llvm_compilers(variables: Sequence[str]) -> tuple[str, ...]:
+    """The clang that make's last LLVM= has Kbuild run by name (LLVM=1: clang, LLVM=-15: clang-15); none for LLVM=DIR/,
+    which Kbuild runs by its path, where no script on PATH stands in front."""
+    values = [word.partition("=")[2] for word in variables if word.startswith("LLVM=")]
+    if not values or not values[-1] or values[-1].endswith("/"):
+        return ()
+    return (f"clang{values[-1] if values[-1].startswith('-') else ''}",)
+
+
+def wrap_compilers(
+    wrapper: Wrapper,
+    make: MakeSettings,
+    build_dir: Path,
+    tree: Path,
+    path: str | None = None,
+    also: tuple[str, ...] = (),
+) -> CompilerWrapping:
+    """Write the wrapper scripts into the build directory and return what make's environment needs for them; raises
+    BuildError when the wrapper is not installed or has nowhere to compile. `path`: the PATH make runs with (default
+    this process's), on which each compiler is found by name: a path prefix's tools are linked there (makerun.py).
+    `also`: more compilers the build runs by name (llvm_compilers)."""
     wrapper = chosen(wrapper)
     tool = TOOLS.get(wrapper)
     if tool is None:
         return CompilerWrapping(wrapper, describe="no compiler wrapper")
     program = _program(wrapper, tool)
-    path = os.environ.get("PATH", os.defpath)
+    path = os.environ.get("PATH", os.defpath) if path is None else path
     scripts = build_dir / WRAPPER_DIR
     scripts.mkdir(parents=True, exist_ok=True)
     build_dir = build_dir.resolve()
@@ -226,9 +245,11 @@ def wrap_compilers(wrapper: Wrapper, make: MakeSettings, build_dir: Path, tree: 
     if tool.base_dir_env:
         tree_link = _TreeLink(tree.resolve(), build_dir / TREE_LINK, tool.base_dir_env)
         _link(tree_link.link, tree_link.tree)
-    for compiler in dict.fromkeys(("gcc", make.compiler)):
-        script = scripts / compiler
-        script.write_text(_script(program, compiler, path, tree_link))
+    # By the compiler's name alone, as Kbuild runs it: a script always in the build directory, never at the path
+    # --kunit-cross-compile names (which would overwrite the compiler with a script running itself).
+    for name in dict.fromkeys(("gcc", os.path.basename(make.compiler), *also)):
+        script = scripts / name
+        script.write_text(_script(program, name, path, tree_link))
         script.chmod(0o755)
     env = {name: os.environ.get(name, value) for name, value in BUILD_IDENTITY.items()}
     env |= {setting.name: setting.value for setting in tool.settings if not setting.user_decided()}
@@ -246,7 +267,8 @@ def wrap_compilers(wrapper: Wrapper, make: MakeSettings, build_dir: Path, tree: 
         stats_log = build_dir / STATS_LOG
         stats_log.write_text("")  # a log of this build only: the directory is locked while it builds
         env["CCACHE_STATSLOG"] = str(stats_log)
-    return CompilerWrapping(wrapper, env, f"{program} in front of {make.compiler}{where}", stats_log)
+    compilers = " and ".join((make.compiler, *also))
+    return CompilerWrapping(wrapper, env, f"{program} in front of {compilers}{where}", stats_log)
 
 
 def ccache_counts(wrapping: CompilerWrapping) -> tuple[int, int] | None:
@@ -257,8 +279,9 @@ def ccache_counts(wrapping: CompilerWrapping) -> tuple[int, int] | None:
         return None
     if wrapping.stats_log is not None:
         return logged_counts(wrapping.stats_log)
-    try:
-        result = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True, timeout=30)
+    try:  # asked with make's environment: the ccache the build used (CCACHE_DIR, CCACHE_CONFIGPATH), wherever it is
+        env = os.environ | wrapping.env
+        result = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True, timeout=30, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None
     counters: dict[str, int] = {}

@@ -14,6 +14,10 @@ import pytest
 
 FAKE = Path(__file__).resolve().parent.parent / "fake"
 KUNITCONFIG = "CONFIG_KUNIT=y\nCONFIG_KUNIT_TEST=y\nCONFIG_KUNIT_EXAMPLE_TEST=y\n"
+DEVELOPER_SHELL = (
+    *("ARCH", "CROSS_COMPILE", "O", "KBUILD_OUTPUT"),
+    *("KCFLAGS", "KCPPFLAGS", "KAFLAGS", "LLVM", "LLVM_IAS", "CCACHE_DIR"),
+)
 
 
 @dataclass
@@ -103,6 +107,10 @@ def fake_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fak
     shutil.copy(FAKE / "qemu", tmp_path / "qemu")  # beside the tree, where its ARCH=um `linux` runs it from
     log = tmp_path / "qemu.log"
     monkeypatch.setenv("FAKE_QEMU_LOG", str(log))
+    # What a kernel developer's shell may export, which pytest-kunit says it overrides, keys builds by or hands to
+    # ccache: each test that wants one sets it (test_developer_shell.py).
+    for name in DEVELOPER_SHELL:
+        monkeypatch.delenv(name, raising=False)
     yield FakeKernel(tree, tmp_path / "cache", log)
 
 

@@ -199,8 +199,11 @@ def test_cross_compile_reaches_make_and_crash_decoding(
     result = project.runpytest(*fake_kernel.options("-k", "other", f"--kunit-cross-compile={prefixed_tools}"))
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([f"*[decoded with {prefixed_tools}nm]"])
+    # A prefix with a directory reaches make by its name, the directory's tools linked on make's PATH (makerun.py).
     runs = make_variables(fake_kernel)
-    assert runs and all(f"CROSS_COMPILE={prefixed_tools}" in variables for _, variables in runs)
+    assert runs and all("CROSS_COMPILE=mine-" in variables for _, variables in runs)
+    (linked,) = fake_kernel.cache.glob("build/*/.pytest-kunit-cross")
+    assert sorted(os.readlink(link) for link in linked.iterdir()) == [f"{prefixed_tools}gcc", f"{prefixed_tools}nm"]
 
 
 def test_cross_compile_from_the_ini_file_keys_the_build(

@@ -168,8 +168,9 @@ def test_a_compile_that_writes_more_than_its_objects_gets_the_full_make(
 def test_a_changed_build_environment_gets_the_full_make(
     project: pytest.Pytester, built: FakeKernel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """New flags (or build identity) would leave the other objects compiled the old way: the walk compiles them."""
-    monkeypatch.setenv("KCFLAGS", "-O1")
+    """A new build identity (or flags) would leave the other objects compiled the old way: the walk compiles them.
+    (Flags the shell exports, such as KCFLAGS, key a build of their own: test_developer_shell.py.)"""
+    monkeypatch.setenv("KBUILD_BUILD_USER", "someone-else")
     edit_and_expect_the_full_make(
         project, built, "the environment Kbuild reads changed (KCFLAGS, KBUILD_BUILD_*, PATH, ...)"
     )

@@ -116,8 +116,20 @@ KERNELS: dict[str, TierKernel] = {
 }
 
 
+# What a kernel developer's shell may export that changes what the tier's kernels are (flags, compiler), what a run
+# says (pytest-kunit notes the variables it overrides) or which ccache serves it (CCACHE_DIR, CCACHE_CONFIGPATH,
+# CCACHE_DISABLE, ...): the tier's runs get a clean shell's, and ccache's directory is the tier's own, whatever the
+# shell or the user's ccache.conf names.
+DEVELOPER_SHELL = ("ARCH", "CROSS_COMPILE", "O", "KBUILD_OUTPUT", "KCFLAGS", "KCPPFLAGS", "KAFLAGS", "LLVM", "LLVM_IAS")
+
+
 def tier_env(**extra: str) -> dict[str, str]:
-    return SESSION_ENV | {"XDG_CACHE_HOME": str(TIER_HOME)} | extra
+    clean = {
+        name: value
+        for name, value in SESSION_ENV.items()
+        if name not in DEVELOPER_SHELL and not name.startswith("CCACHE_")
+    }
+    return clean | {"XDG_CACHE_HOME": str(TIER_HOME), "CCACHE_DIR": str(TIER_HOME / "ccache")} | extra
 
 
 @dataclass

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import KERNELS, TIER_HOME, Kunit, Run, link_tier_trees
+from .conftest import KERNELS, Kunit, Run, link_tier_trees, tier_env
 
 pytestmark = [pytest.mark.real("x86_64"), pytest.mark.xdist_group("x86_64")]
 
@@ -37,11 +37,10 @@ def build_logs(run: Run) -> dict[str, Path]:
     return {match[1]: Path(match[2]) for match in _BUILT.finditer(run.stdout)}
 
 
-def ccache_counts(ccache_dir: Path) -> tuple[int, int]:
-    """(hits, misses) from ccache's own statistics, read here rather than from what pytest-kunit prints."""
-    stats = subprocess.run(
-        ["ccache", "--print-stats"], env=os.environ | {"CCACHE_DIR": str(ccache_dir)}, capture_output=True, text=True
-    )
+def ccache_counts() -> tuple[int, int]:
+    """(hits, misses) from ccache's own statistics, read here rather than from what pytest-kunit prints: from the
+    ccache the tier's runs use, asked with their environment rather than assumed to be in a directory."""
+    stats = subprocess.run(["ccache", "--print-stats"], env=tier_env(), capture_output=True, text=True)
     counters = dict(line.split("\t", 1) for line in stats.stdout.splitlines() if "\t" in line)
     hits = int(counters["direct_cache_hit"]) + int(counters["preprocessed_cache_hit"])
     return hits, int(counters["cache_miss"])
@@ -84,9 +83,6 @@ def missed_objects(ccache_log: Path) -> list[str]:
     return missed
 
 
-CCACHE_DIR = TIER_HOME / "ccache"  # ccache's own under XDG_CACHE_HOME, which the tier sets
-
-
 @dataclass
 class SecondCopy:
     run: Run
@@ -102,12 +98,12 @@ def second_copy(kunit: Kunit, root: Path) -> SecondCopy:
     counted, from ccache's own statistics."""
     if "second-copy" not in kunit.tier.memo:
         cache = link_tier_trees(root / "elsewhere" / "deeper" / "cache-b")
-        before = ccache_counts(CCACHE_DIR)
+        before = ccache_counts()
         log = root / "again.ccache.log"
         run = kunit.run(
             f"--kunit-cache-dir={cache}", "--kunit-wrapper=ccache", *SHARED, env={"CCACHE_LOGFILE": str(log)}
         )
-        after = ccache_counts(CCACHE_DIR)
+        after = ccache_counts()
         kunit.tier.memo["second-copy"] = SecondCopy(run, cache, after[0] - before[0], after[1] - before[1], log)
     copy = kunit.tier.memo["second-copy"]
     assert isinstance(copy, SecondCopy)

@@ -267,3 +267,17 @@ def test_ccache_names_the_tree_through_its_link_except_for_coverage(only: Path, 
     subprocess.run(["gcc", "-fprofile-arcs", "-ftest-coverage", "-c", f"{tree}/lib/x.c"], env=env)
     line = log.read_text()
     assert line.startswith(f"{only}/ccache gcc -fprofile-arcs -ftest-coverage -c {tree}/lib/x.c |")
+
+
+@pytest.mark.parametrize(
+    ("variables", "compilers"),
+    [
+        ((), ()),
+        (("LLVM=1",), ("clang",)),
+        (("W=1", "LLVM=-15"), ("clang-15",)),
+        (("LLVM=1", "LLVM="), ()),  # the last one wins, as on make's command line
+        (("LLVM=/usr/lib/llvm-15/bin/",), ()),  # run by its path: no script on PATH stands in front
+    ],
+)
+def test_the_clang_kbuild_runs_for_llvm(variables: tuple[str, ...], compilers: tuple[str, ...]) -> None:
+    assert wrapper.llvm_compilers(variables) == compilers

@@ -2,13 +2,15 @@
 and vmlinux (the guest spec, wrapped in a minimal ELF file) or arm64's Image (the same file, where arm64 leaves it);
 for ARCH=um, linux: vmlinux, and beside it a program that runs it as a User Mode Linux kernel would run
 (tests/fake/qemu --uml). Each target is logged to <O>/make-runs, with make's command-line variables to
-<O>/make-variables; each walk of the tree (the Makefile's target `.`)
-to <O>/walks. With "objects": true the walk also compiles the tree's C sources of vmlinux (COMPILED) as Kbuild does,
-when they are newer than their objects, and a source's lines `// fake-outcome: CASE OUTCOME` reach the guest through
-its object: so an image shows whether its link read a recompiled object. `make DIR/NAME.o` compiles one alone."""
+<O>/make-variables and what of a developer's shell reached its environment to <O>/make-env; each walk of the tree
+(the Makefile's target `.`) to <O>/walks. With "objects": true the walk also compiles the tree's C sources of vmlinux
+(COMPILED) as Kbuild does, when they are newer than their objects, and a source's lines `// fake-outcome: CASE OUTCOME`
+reach the guest through its object: so an image shows whether its link read a recompiled object. `make DIR/NAME.o`
+compiles one alone."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -260,6 +262,9 @@ def gcov_program(out: Path) -> str:
     return str(program)
 
 
+DEVELOPER_SHELL = ("ARCH", "CROSS_COMPILE", "O", "KBUILD_OUTPUT", "KCFLAGS", "LLVM", "CCACHE_DIR")
+
+
 def main(target: str, build_dir: str) -> int:
     out = Path(build_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -268,7 +273,10 @@ def main(target: str, build_dir: str) -> int:
         return 0
     # The variables make was given on its command line, as make passes them on (after MAKEFLAGS' `--`).
     variables = os.environ.get("MAKEFLAGS", "").partition(" -- ")[2]
-    for name, line in (("make-runs", target), ("make-variables", json.dumps([target, variables]))):
+    # What of a kernel developer's shell reached make's environment (a command line's variable is exported there too).
+    shell = {name: os.environ[name] for name in DEVELOPER_SHELL if name in os.environ}
+    records = {"make-runs": target, "make-variables": json.dumps([target, variables]), "make-env": json.dumps(shell)}
+    for name, line in records.items():
         record = out / name
         previous = record.stat().st_mtime_ns if record.exists() else None
         with record.open("a") as stream:
@@ -307,8 +315,11 @@ def main(target: str, build_dir: str) -> int:
             listed = "".join(f"\t{name} \\\n" for name in kconfig_files(TREE / "Kconfig"))
             (out / "include/config/auto.conf.cmd").write_text(f"deps_config := \\\n{listed}\n")
     elif target in IMAGE_TARGETS:
-        # The compiler, by name from make's PATH, as Kbuild runs it (a compiler wrapper's script, if there is one).
-        subprocess.run(["gcc", "-E", "-x", "c", os.devnull, "-o", os.devnull], capture_output=True, check=False)
+        # The compiler from make's PATH, as Kbuild runs it (a compiler wrapper's script, if any): $(CROSS_COMPILE)gcc,
+        # or clang for LLVM=1.
+        compiler = "clang" if os.environ.get("LLVM") == "1" else os.environ.get("CROSS_COMPILE", "") + "gcc"
+        with contextlib.suppress(OSError):  # a compiler that is not there: the tests that need one look for its runs
+            subprocess.run([compiler, "-E", "-x", "c", os.devnull, "-o", os.devnull], capture_output=True, check=False)
         print("  CC      lib/kunit/test.o", flush=True)
         if "CONFIG_FAKE_BUILD_ERROR=y" in dotconfig.read_text():
             print("lib/kunit/test.c:42:7: error: 'boom' undeclared (first use in this function)")
