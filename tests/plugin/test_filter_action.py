@@ -89,4 +89,4 @@ def test_under_xdist(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
 def test_a_bad_value_is_a_usage_error(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
     result = project.runpytest(*fake_kernel.options("--kunit-filter-action=hide"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--kunit-filter-action: 'hide' is not deselect or skip*"])
+    result.stderr.fnmatch_lines(["*--kunit-filter-action: 'hide' is not one of deselect, skip*"])
