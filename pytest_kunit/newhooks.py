@@ -1,6 +1,6 @@
 """pytest-kunit's hook specifications: what a conftest.py or another plugin can change without a fork.
 
-Every implementation of a hook is called (none stops the others). See the README's "Extending" section for an example.
+Every implementation of a hook is called (none stops the others). docs/features.md, "Extending", has an example.
 """
 
 from __future__ import annotations

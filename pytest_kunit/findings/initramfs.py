@@ -223,7 +223,7 @@ def initramfs(cache_dir: Path, why: str, modules: Sequence[tuple[str, bytes]] = 
     if not BUSYBOX.is_file():
         raise KunitError(
             f"{why} needs a static busybox at {BUSYBOX}, for the guest's /init that runs after KUnit.",
-            "install it: apt-get install busybox-static (the README's set-up command does this).",
+            "install it: apt-get install busybox-static (scripts/setup.sh does this).",
         )
     busybox = BUSYBOX.read_bytes()
     archive = b"".join(

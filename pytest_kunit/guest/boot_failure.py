@@ -56,7 +56,7 @@ def boot_failure(record: BootRecord) -> BootError:
     elif not any(_KERNEL_STARTED.search(line) for line in record.console):
         what = (
             "The kernel printed nothing: it died before its console came up (a fault that early ends the guest "
-            "silently; a 6.1 KASAN kernel booted through its PVH entry does, see the README's Sanitizers)."
+            "silently; a 6.1 KASAN kernel booted through its PVH entry does, see docs/features.md, Sanitizers)."
         )
     else:
         what = "The guest's console has no KTAP output at all: KUnit did not run."

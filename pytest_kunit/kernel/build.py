@@ -80,7 +80,7 @@ def _check_tools(arch: Arch) -> None:
         raise BuildError(
             f"Kernel build tools are missing: {', '.join(missing)}.",
             "install them: apt-get install build-essential flex bison bc libelf-dev libssl-dev cpio "
-            "(the README's set-up command does this).",
+            "(scripts/setup.sh does this).",
         )
     compiler = arch.make.compiler
     if arch.make.cross_compile and shutil.which(compiler) is None:

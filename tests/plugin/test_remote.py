@@ -156,7 +156,7 @@ def test_a_build_failure_on_the_controller_reaches_every_worker_as_its_paragraph
 
 @pytest.fixture
 def socket_host(tmp_path: Path, fake_kernel: FakeKernel) -> Iterator[tuple[str, Path]]:
-    """execnet's socket server on 127.0.0.1, as the README starts one on a host, with a cache of its own (and the
+    """execnet's socket server on 127.0.0.1, as docs/features.md starts one on a host, with a cache of its own (and the
     fake QEMU's log, set by fake_kernel); yields its address and that cache's XDG_CACHE_HOME."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -184,7 +184,7 @@ def test_a_socket_worker_boots_the_controllers_image(
     monkeypatch: pytest.MonkeyPatch,
     socket_host: tuple[str, Path],
 ) -> None:
-    """`--tx socket=HOST:PORT//chdir=DIR` (README, *Guests on other hosts*): a worker that is not a popen child, to
+    """`--tx socket=HOST:PORT//chdir=DIR` (docs/features.md, *Guests on other hosts*): a worker that is not a popen child, to
     which xdist copies pytest's own package and nothing else, gets the image over the socket."""
     address, host_cache = socket_host
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "controller"))

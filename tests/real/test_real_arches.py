@@ -1,7 +1,7 @@
 """The real tier on two more architectures, both in one run: i386 (32-bit longs and pointers, the host's gcc with
 -m32) and 32-bit big-endian powerpc (a PowerMac G3), each with the packaged 6.1 tree, the series and the framework
 fragment. (m68k builds and boots faster, but its kernel command line holds 256 bytes: a boot's list of suites is cut
-short there, see README, Architectures.)
+short there, see docs/architectures.md.)
 
 One pytest run builds both kernels (conftest.KERNELS["arches"]: `--kunit-arch i386,powerpc`), as a user asks for
 several architectures; each case is then collected once per architecture, the architecture in its node id and in
