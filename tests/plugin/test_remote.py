@@ -184,8 +184,8 @@ def test_a_socket_worker_boots_the_controllers_image(
     monkeypatch: pytest.MonkeyPatch,
     socket_host: tuple[str, Path],
 ) -> None:
-    """`--tx socket=HOST:PORT//chdir=DIR` (docs/features.md, *Guests on other hosts*): a worker that is not a popen child, to
-    which xdist copies pytest's own package and nothing else, gets the image over the socket."""
+    """`--tx socket=HOST:PORT//chdir=DIR` (docs/features.md, *Guests on other hosts*): a worker that is not a popen
+    child, to which xdist copies pytest's own package and nothing else, gets the image over the socket."""
     address, host_cache = socket_host
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "controller"))
     options = [option for option in fake_kernel.options() if not option.startswith("--kunit-cache-dir")]
