@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -209,9 +208,3 @@ def add_options(parser: pytest.Parser) -> None:
         else:
             group.addoption(option.flag, default=None, dest=option.name, help=option.help)
             parser.addini(option.name, option.help, default=None)
-
-
-def default_patch_dirs() -> tuple[Path, ...]:
-    """pytest-kunit's own series, from the source checkout the plugin runs from (wherever pytest was started)."""
-    series = Path(__file__).resolve().parent.parent / "kernel-patches"
-    return (series,) if series.is_dir() else ()
