@@ -55,6 +55,6 @@ def install_wheel(where: Path) -> Installed:
         cwd=where,
         env=clean_env(),
     )
-    package = Path(where_is.stdout.strip()).parent
+    package = Path(where_is.stdout.strip()).resolve().parent  # as the plugin names it: by its real path
     assert package.is_relative_to(venv), package  # the installed copy, never the checkout
     return Installed(venv, package)
