@@ -90,9 +90,10 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The checkout's own environment, made anew when it is missing or its python no longer runs (its python3 was removed).
+# The checkout's own environment, made anew when it is missing, its python no longer runs (its python3 was removed) or
+# it has no pip (a venv made before python3-venv was installed).
 venv=.venv
-if ! "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+if ! "$venv/bin/python" -c 'import pip, sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
     echo "setup: making the virtual environment $PWD/$venv"
     python3 -m venv --clear "$venv" || {
         echo "setup: '$(command -v python3) -m venv' failed; install its venv module (Debian: apt-get install python3-venv)." >&2
