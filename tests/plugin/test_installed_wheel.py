@@ -8,7 +8,6 @@ series is tests/real/test_installed_wheel_real.py's (it needs the real tarball's
 
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 
@@ -16,22 +15,12 @@ import pytest
 
 from ..installed import ROOT, Installed, clean_env, install_wheel
 from .conftest import FakeKernel
+from .test_packaged_suites import knowing_every_symbol
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     return install_wheel(tmp_path_factory.mktemp("wheel"))
-
-
-def knowing_every_symbol(tree: Path, fragments: list[Path]) -> None:
-    """The fake tree given a Kconfig entry for each symbol the fragments set that it lacks (it has KUnit's and the
-    example's, not the series' or the device tree's)."""
-    kconfig = tree / "Kconfig"
-    defined = set(re.findall(r"^config (\w+)", kconfig.read_text(), re.M))
-    named = {name for fragment in fragments for name in re.findall(r"^CONFIG_(\w+)=", fragment.read_text(), re.M)}
-    with kconfig.open("a") as out:
-        for name in sorted(named - defined):
-            out.write(f'\nconfig {name}\n\tbool "{name}"\n')
 
 
 def test_the_installed_wheel_collects_the_main_job_from_its_package_data(
