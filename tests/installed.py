@@ -1,9 +1,10 @@
-"""The wheel `python -m build` makes of this checkout, installed (not editable) into a fresh virtual environment: what a
-user of `pip install pytest-kunit` gets, for the tests that check it finds its series and suites as package data."""
+"""The checkout as others get it: its files copied elsewhere, its sdist and wheel as `python -m build` makes them, and
+the wheel installed (not editable) into a fresh virtual environment, as a user of `pip install pytest-kunit` has it."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -27,18 +28,42 @@ def clean_env(**extra: str) -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name not in ("PYTHONPATH", "VIRTUAL_ENV")} | extra
 
 
+def working_tree_copy(destination: Path) -> Path:
+    """The checkout's files as they are now (tracked, and new ones git does not ignore): no .venv, build/, egg-info."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for name in filter(None, listed.stdout.split("\0")):
+        source = ROOT / name
+        if source.is_file():  # a tracked file deleted in the working tree is left out, as it is gone
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination / name)
+    return destination
+
+
+def build_dists(where: Path) -> tuple[Path, Path]:
+    """The sdist and the wheel `python -m build` makes (the wheel from the sdist, as PyPI's), built from a copy of the
+    checkout: setuptools writes its egg-info beside the sources, which two builds at once (xdist) must not share."""
+    source, dist = working_tree_copy(where / "source"), where / "dist"
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(dist), str(source)], capture_output=True, text=True
+    )
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    (sdist,) = dist.glob("*.tar.gz")
+    (wheel,) = dist.glob("*.whl")
+    return sdist, wheel
+
+
 def install_wheel(where: Path) -> Installed:
     """Build the checkout's wheel and install it, with its dependencies from the index, into a new venv in `where`."""
-    dist, venv = where / "dist", where / "venv"
-    for command in (
-        # The sdist, then the wheel from it (as PyPI's): never a build/ directory of the checkout, whose files of an
-        # earlier build would slip into the wheel.
-        [sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)],
-        [sys.executable, "-m", "venv", str(venv)],
-    ):
-        done = subprocess.run(command, capture_output=True, text=True)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (wheel,) = dist.glob("*.whl")
+    _, wheel = build_dists(where)
+    venv = where / "venv"
+    made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True)
+    assert made.returncode == 0, made.stdout + made.stderr
     python = str(venv / "bin" / "python")
     pip = subprocess.run(
         [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],

@@ -9,32 +9,14 @@ command two runs this, so it costs the virtual environment and pip's installs.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from ..installed import working_tree_copy
 
 STOCK_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
-
-
-def working_tree_copy(destination: Path) -> Path:
-    """The checkout's files as they are now (tracked, and new ones git does not ignore), without its .venv."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    for name in filter(None, listed.stdout.split("\0")):
-        source = ROOT / name
-        if source.is_file():  # a tracked file deleted in the working tree is left out, as it is gone
-            (destination / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, destination / name)
-    return destination
 
 
 def stock_env() -> dict[str, str]:

@@ -18,6 +18,8 @@ from packaging.version import Version
 
 import pytest_kunit
 
+from ..installed import build_dists
+
 ROOT = Path(__file__).resolve().parents[2]
 # Where each bundled directory of the checkout lies in the wheel (pyproject.toml's package-dir).
 BUNDLED = {"kernel-patches": "pytest_kunit/kernel_patches", "testsuites": "pytest_kunit/testsuites"}
@@ -76,15 +78,7 @@ def test_nothing_a_local_environment_makes_is_tracked() -> None:
 
 @pytest.fixture(scope="module")
 def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """The sdist and the wheel `python -m build` makes of the checkout (the wheel built from the sdist, as PyPI's)."""
-    out = tmp_path_factory.mktemp("dist")
-    built = subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)], capture_output=True, text=True
-    )
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    (sdist,) = out.glob("*.tar.gz")
-    (wheel,) = out.glob("*.whl")
-    return sdist, wheel
+    return build_dists(tmp_path_factory.mktemp("dist"))
 
 
 def tracked(*directories: str) -> set[str]:
