@@ -36,8 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench import ONLY_OURS
+from pytest_kunit.bundled import default_patch_dirs
 from pytest_kunit.kernel.tree import prepare
-from pytest_kunit.options import default_patch_dirs
 from pytest_kunit.versions import DEFAULT_TARBALL
 
 ROOT = Path(__file__).resolve().parents[1]

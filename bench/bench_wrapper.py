@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import kunit_py, patched_tree
+from pytest_kunit.bundled import default_patch_dirs
 from pytest_kunit.kernel.tree import prepare
-from pytest_kunit.options import default_patch_dirs
 from pytest_kunit.versions import DEFAULT_TARBALL
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -36,8 +36,8 @@ TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 
 
 def phases(junit: Path, floors: Path) -> list[tuple[str, list[str]]]:
-    """.ci/run's commands, as it runs them."""
-    python = sys.executable
+    """.ci/run's commands, as it runs them: the tools from the checkout's .venv, which the set-up phase makes."""
+    python = str(ROOT / ".venv" / "bin" / "python")
     return [
         ("set-up", ["scripts/setup.sh", "--test"]),
         ("ruff", [python, "-m", "ruff", "check", "pytest_kunit", "tests", "bench"]),
@@ -47,7 +47,7 @@ def phases(junit: Path, floors: Path) -> list[tuple[str, list[str]]]:
             "command two",
             ["scripts/test.sh", "-p", "no:cacheprovider", "-rfEs", f"--junitxml={junit}", "--durations=10"],
         ),
-        ("floors venv", ["sh", "-c", f"{python} -m venv {floors} && {floors}/bin/pip install -q -r .ci/floors.txt"]),
+        ("floors venv", ["sh", "-c", f"python3 -m venv {floors} && {floors}/bin/pip install -q -r .ci/floors.txt"]),
         ("floors install", [f"{floors}/bin/pip", "install", "-q", "--no-deps", "-e", "."]),
         (
             "floors tests",

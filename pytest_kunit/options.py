@@ -408,9 +408,3 @@ def add_options(parser: pytest.Parser) -> None:
             nargs = {"nargs": "?", "const": ""} if shape == "optional" else {}
             group.addoption(option.flag, metavar=option.shown_metavar, **nargs, **common)
             parser.addini(option.name, text, default=None)
-
-
-def default_patch_dirs() -> tuple[Path, ...]:
-    """pytest-kunit's own series, from the source checkout the plugin runs from (wherever pytest was started)."""
-    series = Path(__file__).resolve().parent.parent / "kernel-patches"
-    return (series,) if series.is_dir() else ()

@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
-# The set-up pytest-kunit needs on Debian 12: QEMU and the compiler of each chosen guest architecture, the packaged
-# kernel source, the kernel build tools, and this package (editable). With --test, also what the plugin's own tests
-# need: the 6.12 source and both architectures for the real tier, and the test tools (hypothesis, mypy, ruff).
-# Safe to run again: it installs only what is missing.
+# The set-up pytest-kunit needs on Debian 12, installing only what is missing (safe to run again):
+# - with apt-get (as root, or through sudo): QEMU and the compiler of each chosen guest architecture, the packaged
+#   kernel source (/usr/src/linux-source-6.1.tar.xz), the kernel build tools, ccache, and python3-venv when python3
+#   cannot make a virtual environment;
+# - with pip, into a virtual environment of the checkout's own, .venv (never the system's site-packages): this package,
+#   editable, and its dependencies (pytest, pluggy, pytest-xdist, pexpect, filelock).
+# With --test, also what the plugin's own tests need: the 6.12 source and more architectures for the real tier, and
+# into .venv the test and coverage extras (hypothesis, mypy, ruff, build, twine, gcovr, ...).
+# The commands then run .venv/bin/python -m pytest. python3 (the first on PATH) must be Python 3.11 or later.
 # Usage: scripts/setup.sh [--test] [--arch NAME[,NAME]...]...   (NAMEs as --kunit-arch takes them; default x86_64)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
+    echo "setup: pytest-kunit needs Python 3.11 or later; python3 here is $(python3 -V 2>&1) ($(command -v python3))." >&2
+    echo "setup: put a Python 3.11+ first on PATH (Debian 12's own /usr/bin/python3 is 3.11)." >&2
+    exit 1
+}
 
 usage() {
     echo "usage: scripts/setup.sh [--test] [--arch NAME[,NAME]...]... (NAME: $(arch_packages --names))" >&2
@@ -63,6 +74,10 @@ for arch in "${arches[@]}"; do
     packages+=("${words[@]}")
 done
 
+# Debian's python3 makes a virtual environment only with python3-venv (its ensurepip): without it, `python3 -m venv`
+# fails halfway.
+python3 -c 'import ensurepip, venv' 2>/dev/null || packages+=(python3-venv)
+
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -75,7 +90,16 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# pip's notes about running as root, or about an index this machine lacks, are noise here; its errors are not (its
-# exit status stands).
-python3 -m pip install -q --disable-pip-version-check -e "$target" \
-    2> >(grep -v -e '^WARNING: Running pip as' -e 'is ignored: it is neither' >&2)
+# The checkout's own environment, made anew when it is missing, its python no longer runs (its python3 was removed) or
+# it has no pip (a venv made before python3-venv was installed).
+venv=.venv
+if ! "$venv/bin/python" -c 'import pip, sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "setup: making the virtual environment $PWD/$venv"
+    python3 -m venv --clear "$venv" || {
+        echo "setup: '$(command -v python3) -m venv' failed; install its venv module (Debian: apt-get install python3-venv)." >&2
+        exit 1
+    }
+fi
+# pip's notes about an index this machine lacks are noise here; its errors are not (its exit status stands).
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$target" \
+    2> >(grep -v -e 'is ignored: it is neither' >&2)

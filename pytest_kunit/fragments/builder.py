@@ -11,6 +11,7 @@ import pytest
 
 from .. import versions
 from ..arch import Arch
+from ..bundled import default_patch_dirs
 from ..errors import ConfigError, KunitError
 from ..findings import coverage, initramfs
 from ..findings.sanitizers import kconfig_lines as sanitizer_kconfig
@@ -31,7 +32,6 @@ from ..kernel.makerun import honoured_variables
 from ..kernel.out_of_tree import install, suite_dir_for
 from ..kernel.tree import PreparedTree, enclosing_tree, patch_series, patchset_hash, prepare
 from ..model import BuiltKernel, Kernel, Settings, Stats, SuiteModule
-from ..options import default_patch_dirs
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pytest_kunit"
 
 # Lowest first: a module may import from its own stage and from any stage before it, never from one after it.
 STAGES = (
-    "ground",  # the root's model.py, errors.py, options.py and optiontypes.py, versions.py, arch/: shared by all
+    "ground",  # the root's model, errors, options, optiontypes, versions and bundled modules, arch/: shared by all
     "host",
     "kbuild",
     "kernel",
@@ -26,7 +26,7 @@ STAGES = (
     "entry",  # the root's plugin.py and newhooks.py: what pytest loads
 )
 ROOT = {"__init__": "ground", "model": "ground", "errors": "ground", "arch": "ground", "options": "ground"}
-ROOT |= {"versions": "ground", "optiontypes": "ground"}
+ROOT |= {"versions": "ground", "optiontypes": "ground", "bundled": "ground"}
 ROOT |= {"plugin": "entry", "newhooks": "entry"}
 
 
@@ -132,8 +132,10 @@ def test_every_module_lives_in_a_declared_stage() -> None:
 
 
 def test_the_wheel_ships_every_stage() -> None:
-    """pyproject.toml names each package: a stage it leaves out would be missing from an installed plugin."""
-    listed = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    """pyproject.toml names each package: a stage it leaves out would be missing from an installed plugin. (The data
+    it maps in from the checkout's top, the series and the suites, are packages too, of no stage.)"""
+    setuptools = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(setuptools["packages"]) - set(setuptools["package-dir"])
     assert sorted(listed) == sorted(name for name, path in module_names(PACKAGE).items() if path.name == "__init__.py")
 
 

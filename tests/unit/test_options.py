@@ -277,7 +277,6 @@ def test_patches_none_and_default_series(pytester: pytest.Pytester) -> None:
     assert resolved(pytester).patch_dirs is None
     pytester.mkdir("kernel-patches")
     assert resolved(pytester).patch_dirs is None
-    assert options.default_patch_dirs() == (Path(options.__file__).resolve().parent.parent / "kernel-patches",)
 
 
 def test_cli_patch_directories_are_relative_to_the_invocation_directory(pytester: pytest.Pytester) -> None:
