@@ -11,6 +11,7 @@ import pytest
 
 from ..errors import KunitError
 from ..fragments.alltests import ALLTESTS, NODEID, alltests_file
+from ..fragments.files import ALLTESTS_FRAGMENT
 from ..model import Settings
 from .nodes import KunitconfigFile
 
@@ -24,7 +25,9 @@ def register(config: pytest.Config, settings: Settings) -> None:
             "--kunit-alltests builds and runs the tree's all_tests.config, and --kunit-replay builds nothing: "
             "leave one of them out (to replay an alltests run, name the console alone)."
         )
-    config.pluginmanager.register(AlltestsCollection(), "kunit-alltests")
+    collection = AlltestsCollection()
+    config.pluginmanager.register(collection, "kunit-alltests")
+    config.stash[ALLTESTS_FRAGMENT] = lambda: collection.path(config)
 
 
 class AlltestsCollection:

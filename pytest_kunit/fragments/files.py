@@ -6,6 +6,7 @@ worker ever names a path to the controller.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,9 @@ import pytest
 
 # A fragment whose lines include this is collected only when named on the command line (suites that fail on purpose).
 MANUAL = "# pytest-kunit: manual"
+# --kunit-alltests' fragment, found when first asked (fragments/alltests.py): collected alone when no path is named,
+# beside the paths named otherwise.
+ALLTESTS_FRAGMENT = pytest.StashKey[Callable[[], Path]]()
 IN_TREE_NAME = ".kunitconfig"  # kunit.py's name for a subsystem's fragment: fs/ext4/.kunitconfig
 
 
@@ -67,6 +71,9 @@ def fragments_in_run(config: pytest.Config) -> list[Path]:
     image service a miss is a worker refused with the fragment's name, an extra one a fragment no worker asks for."""
     found: dict[Path, None] = {}
     base = config.invocation_params.dir
+    alltests = config.stash.get(ALLTESTS_FRAGMENT, None)
+    if alltests is not None and config.args_source is not pytest.Config.ArgsSource.ARGS:
+        return [alltests().resolve()]
 
     def ignored(path: Path) -> bool:
         return bool(config.hook.pytest_ignore_collect(collection_path=path, config=config))
@@ -84,6 +91,8 @@ def fragments_in_run(config: pytest.Config) -> list[Path]:
                 path = here / name
                 if is_fragment(path) and not ignored(path) and collects(config, path):
                     found[path.resolve()] = None
+    if alltests is not None:
+        found[alltests().resolve()] = None
     return list(found)
 
 

@@ -74,6 +74,22 @@ def test_the_tree_pytest_runs_in(pytester: pytest.Pytester, fake_kernel: FakeKer
     root.assert_outcomes(passed=3, failed=2, skipped=1)  # the tree's root holds the file: collected once
 
 
+def test_alone_in_a_tree_full_of_fragments_it_announces_none_of_them(
+    pytester: pytest.Pytester, fake_kernel: FakeKernel
+) -> None:
+    """`cd ~/linux && pytest --kunit --kunit-alltests -n 2` in 6.12's tree, as CI types it, said "21 kunitconfig
+    fragments collected ... up to 21 kernel builds" though the run collects and builds all_tests.config alone."""
+    for name in ("fs/a", "fs/b", "lib/c", "net/d"):
+        (fake_kernel.tree / name).mkdir(parents=True)
+        (fake_kernel.tree / name / ".kunitconfig").write_text("CONFIG_KUNIT=y\nCONFIG_KUNIT_EXAMPLE_TEST=y\n")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(fake_kernel.tree)
+        result = pytester.runpytest_subprocess(*without_source(fake_kernel.options("--kunit-alltests", "-n", "2")))
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    assert "kunitconfig fragments collected" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*kernel builds: 1 *"])
+
+
 def test_a_tarball_s_file_builds_the_tarball(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
     tarball = project.path / "linux.tar.gz"
     with tarfile.open(tarball, "w:gz") as archive:
