@@ -188,7 +188,7 @@ def test_a_suite_listed_with_no_cases_is_skipped_as_kunit_py_reports_it(
     for _ in range(2):  # the first run lists the kernel, the second reads its cached list
         result = project.runpytest(*fake_kernel.options("-rs", f"--junitxml={junit}"))
         result.assert_outcomes(passed=5, failed=1, skipped=1)
-        result.stdout.fnmatch_lines(["SKIPPED*suite kunit_fault has no cases in this kernel*"])
+        result.stdout.fnmatch_lines(["SKIPPED * kunit.kunitconfig: suite kunit_fault has no cases in this kernel*"])
         skipped = [case for case in ET.parse(junit).getroot().iter("testcase") if case.find("skipped") is not None]
         assert [case.get("name") for case in skipped] == ["kunit_fault"]
     assert all("kunit_fault" not in (glob or "") for glob in fake_kernel.filters())  # it boots nowhere
