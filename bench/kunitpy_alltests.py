@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""The workload kernel CI runs, both tools on one tree: kunit.py's `--alltests` against pytest-kunit's
+`--kunit-alltests` with `-n 2`, cold (both builds started together, each in a cache of its own), then warm reruns in
+alternating pairs, and every case's verdict from both tools' kunit.py-shaped JSON compared one by one (a
+parameterised case one entry, its parameters' worst).
+
+    bench/kunitpy_alltests.py --tree ~/src/linux-6.12 --arch um [--work DIR] [--warm-pairs 3] [--skip-cold]
+
+kunit.py runs in a hard-linked copy of the tree (it writes .kunit/ there); pytest-kunit runs from inside the tree as
+a developer types it. --skip-cold reuses the builds an earlier call left in --work. Exit 0 when every case agrees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+Verdicts = dict[tuple[str, str], str]
+# As a user's shell runs both tools: with Python's bytecode cache (this machine exports the variable that stops it).
+ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+
+
+def verdicts(report: Path) -> Verdicts:
+    """suite, case -> PASS, FAIL or SKIP from kunit.py's --json shape (pytest-kunit's --kunit-json writes the same)."""
+
+    def worst(group: dict[str, Any]) -> str:
+        found = [case["status"] for case in group.get("test_cases", [])]
+        found += [worst(inner) for inner in group.get("sub_groups", [])]
+        if "FAIL" in found or "ERROR" in found:
+            return "FAIL"
+        return "SKIP" if found and all(status == "SKIP" for status in found) else "PASS"
+
+    found: Verdicts = {}
+    for suite in json.loads(report.read_text())["sub_groups"]:
+        for case in suite.get("test_cases", []):
+            found[(suite["name"], case["name"])] = case["status"]
+        for group in suite.get("sub_groups", []):
+            found[(suite["name"], group["name"])] = worst(group)
+    return found
+
+
+def commands(arch: str, work: Path) -> tuple[list[str], list[str]]:
+    kunitpy = [sys.executable, "tools/testing/kunit/kunit.py", "run", "--alltests", f"--arch={arch}", "--jobs=2"]
+    kunitpy += [f"--build_dir={work / f'kunitpy-{arch}-build'}", f"--json={work / f'kunitpy-{arch}.json'}"]
+    ours = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--kunit", "--kunit-alltests"]
+    ours += [f"--kunit-arch={arch}", "-n", "2", f"--kunit-cache-dir={work / 'cache'}"]
+    ours += [f"--kunit-json={work / f'pk-{arch}.json'}"]
+    return kunitpy, ours
+
+
+def timed_together(runs: list[tuple[list[str], Path]]) -> list[float]:
+    """Start every command at once; each one's wall time."""
+    started = time.monotonic()
+    processes = [subprocess.Popen(command, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL) for command, cwd in runs]
+    ended = []
+    for process in processes:
+        process.wait()
+        ended.append(time.monotonic() - started)
+    return ended
+
+
+def timed(command: list[str], cwd: Path) -> float:
+    started = time.monotonic()
+    subprocess.run(command, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, check=True)
+    return time.monotonic() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tree", type=Path, required=True, help="the kernel tree (6.12 has all_tests.config)")
+    parser.add_argument("--arch", default="um", help="um (kunit.py's default) or x86_64 (KernelCI's job)")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/pytest-kunit-alltests"), help="caches and copies")
+    parser.add_argument("--warm-pairs", type=int, default=3)
+    parser.add_argument("--skip-cold", action="store_true", help="reuse the builds an earlier call left in --work")
+    args = parser.parse_args()
+    tree, work = args.tree.resolve(), args.work.resolve()
+    copy = work / "tree-kunitpy"
+    if not copy.exists():
+        work.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["cp", "-al", str(tree), str(copy)], check=True)
+    kunitpy, ours = commands(args.arch, work)
+    if not args.skip_cold:
+        cold_kunitpy, cold_ours = timed_together([(kunitpy, copy), (ours, tree)])
+        print(f"cold, started together: pytest-kunit {cold_ours:.1f} s, kunit.py {cold_kunitpy:.1f} s")
+    warm: list[tuple[float, float]] = []
+    for pair in range(args.warm_pairs):  # alternating which goes first
+        if pair % 2 == 0:
+            mine_s = timed(ours, tree)
+            theirs_s = timed(kunitpy, copy)
+        else:
+            theirs_s = timed(kunitpy, copy)
+            mine_s = timed(ours, tree)
+        warm.append((mine_s, theirs_s))
+    theirs, mine = verdicts(work / f"kunitpy-{args.arch}.json"), verdicts(work / f"pk-{args.arch}.json")
+    differing = sorted(case for case in theirs.keys() | mine.keys() if theirs.get(case) != mine.get(case))
+    load = os.getloadavg()[0]
+    print(f"kunit.py: {len(theirs)} cases {dict(Counter(theirs.values()))}")
+    print(f"pytest-kunit: {len(mine)} cases {dict(Counter(mine.values()))}")
+    print(f"differing: {len(differing)} {differing[:20]}")
+    ratios = [ours_s / theirs_s for ours_s, theirs_s in warm]
+    print(f"warm pairs (pytest-kunit, kunit.py): {[(round(a, 1), round(b, 1)) for a, b in warm]}")
+    print(f"warm ratio median {statistics.median(ratios):.2f}; load now {load:.1f}")
+    return 0 if not differing else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
