@@ -27,7 +27,7 @@ def raw(config: pytest.Config, name: str) -> tuple[Any, str]:
     where = f"-o {name}" if _overridden(config, name) else f"ini key {name!r} in {config.inipath or 'the ini file'}"
     try:
         ini = config.getini(name)
-    except ValueError as error:
+    except (ValueError, pytest.UsageError) as error:  # pytest 9.2 raises a bad value as a UsageError naming no key
         raise pytest.UsageError(f"{where}: {error}") from None
     if ini not in (None, "", []):
         return ini, where
