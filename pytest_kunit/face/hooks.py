@@ -36,7 +36,7 @@ from .hints import Hints, check_command_line
 from .kcidb import REPORT_KEY, KcidbWriter, case_run
 from .kunitpy_json import KunitJsonWriter, attach
 from .nodes import ARCH_PROPERTY, CASE_PROPERTY, MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
-from .report import junit_properties, junit_writer, split_verdicts
+from .report import JUNIT_NAMES_KEY, JunitNames, junit_names, junit_properties, junit_writer, split_verdicts
 from .switch import given
 from .tree_root import KernelTreeGround
 
@@ -71,6 +71,8 @@ def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) ->
         state.runner.obtain = client.obtain
     if settings.kcidb is not None and not is_worker(config):
         config.pluginmanager.register(KcidbWriter(config), "kunit-kcidb")
+    if config.getoption("xmlpath", None) and not is_worker(config):
+        config.pluginmanager.register(JunitNames(config), "kunit-junit-names")
     if settings.kunit_json is not None and not is_worker(config):
         config.pluginmanager.register(KunitJsonWriter(settings.kunit_json), "kunit-json")
     alltests.register(config, settings)
@@ -248,6 +250,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if isinstance(item, KunitCase):
         report = made.get_result()
         item.finish_report(report, call)
+        setattr(report, JUNIT_NAMES_KEY, junit_names(item.nodeid, item.name))
         if item.config.stash[STATE].settings.kcidb is not None:
             run = case_run(item, report)
             if run is not None:

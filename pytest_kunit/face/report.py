@@ -86,6 +86,34 @@ def junit_properties(stats: Stats) -> list[tuple[str, str]]:
     ]
 
 
+JUNIT_NAMES_KEY = "kunit_junit_names"  # the <testcase> classname and name a case's report carries (xdist sends it)
+
+
+def junit_names(nodeid: str, name: str) -> dict[str, str]:
+    """A case's JUnit classname and name as pytest makes them for an item without parameters (the node id's parts,
+    the fragment's path dotted), said whole: pytest reads a `[` in a KUnit name as parameters, and 9.2 adds a `]`
+    to the name where it does ("… [brackets] & more]")."""
+    parts = nodeid[: len(nodeid) - len(name) - len("::")].split("::")
+    parts[0] = parts[0].replace("/", ".")
+    return {"classname": ".".join(parts), "name": name}
+
+
+class JunitNames:
+    """The process that writes --junitxml: each case's names as its report carries them, before pytest records it."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        names = getattr(report, JUNIT_NAMES_KEY, None)
+        xml = junit_writer(self.config)
+        if isinstance(names, dict) and xml is not None:
+            reporter = xml.node_reporter(report)
+            for key, value in names.items():
+                reporter.add_attribute(key, value)
+
+
 def junit_writer(config: pytest.Config) -> Any | None:
     """The --junitxml report this process writes, to add <testsuite> properties to; None without one (an xdist worker
     never writes it). pytest offers no public handle on it: its stash key where this pytest keeps it there, else the

@@ -194,3 +194,26 @@ def test_a_suite_listed_with_no_cases_is_skipped_as_kunit_py_reports_it(
     assert all("kunit_fault" not in (glob or "") for glob in fake_kernel.filters())  # it boots nowhere
     selected = project.runpytest(*fake_kernel.options("-k", "kunit_fault"))
     selected.assert_outcomes(skipped=1)
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")])
+def test_brackets_in_names_reach_junit_whole(
+    project: pytest.Pytester, fake_kernel: FakeKernel, workers: tuple[str, ...]
+) -> None:
+    """pytest reads a `[` in a node id as the start of parameters: JUnit named the case `punctuation [brackets] &
+    more` as `... & more]` on pytest 9.2, and a suite `a [b] c`'s cases under a classname cut at its `[`."""
+    spec = fake_kernel.spec()
+    spec["suites"] = [
+        {"name": "a [b] c", "cases": [{"name": "punctuation [brackets] & more"}, {"name": "plain"}]},
+        {"name": "other", "cases": [{"name": "x[1]"}]},
+    ]
+    fake_kernel.write_spec(spec)
+    junit = project.path / "junit.xml"
+    result = project.runpytest_subprocess(*fake_kernel.options(f"--junitxml={junit}", *workers))
+    result.assert_outcomes(passed=3)
+    named = {(case.get("classname"), case.get("name")) for case in ET.parse(junit).getroot().iter("testcase")}
+    assert named == {
+        ("kunit.kunitconfig.a [b] c", "punctuation [brackets] & more"),
+        ("kunit.kunitconfig.a [b] c", "plain"),
+        ("kunit.kunitconfig.other", "x[1]"),
+    }
