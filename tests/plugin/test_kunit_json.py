@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from .conftest import FakeKernel
+from .test_kcidb import troubled as kcidb_troubled
 from .test_replay import DATA, options
 
 COMMON_KEYS = ["arch", "defconfig", "build_environment", "lab_name", "kernel", "job", "git_branch"]
@@ -29,13 +30,9 @@ def groups(group: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def troubled(fake_kernel: FakeKernel) -> None:
+    """KCIDB's troubled suite (a crash, a timeout, a case with no result), and a suite whose case kills the guest."""
+    kcidb_troubled(fake_kernel)
     spec = fake_kernel.spec()
-    cases = [
-        {"name": "crashes", "outcome": "crash"},
-        {"name": "times_out", "outcome": "timeout"},
-        {"name": "says_nothing", "outcome": "noresult"},
-    ]
-    spec["suites"].append({"name": "trouble", "cases": cases})
     # First, so that the guest it kills has run nothing else yet.
     dying = {"name": "dying", "cases": [{"name": "kills_the_guest", "outcome": "crash", "kills_guest": True}]}
     spec["suites"].insert(0, dying)
