@@ -6,6 +6,7 @@ from __future__ import annotations
 import atexit
 import fcntl
 import os
+import subprocess
 import time
 import warnings
 import weakref
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 PIPE_BYTES = 1 << 20  # the most an unprivileged process may ask (/proc/sys/fs/pipe-max-size's default)
 READ_BYTES = 1 << 16  # the most one read of the console takes: a backlog comes in a few reads, not 2,000 bytes each
 _PIPE_NAP = 0.001  # how long a reader of a pipe with nothing in it waits before looking again
+# A pipe's end is read as the guest's files close, a moment before its exit status can be: how long to wait for it.
+_EXIT_AFTER_EOF = 2.0
 
 
 def watchdog_seconds(case_timeout: float) -> float:
@@ -109,6 +112,7 @@ class Guest:
         self._sink = sink
         self._console = BoundedConsole(self.record.console, self.record.console_map)
         self._started = time.monotonic()
+        self._ended = False  # the console reached its end (EOF)
         try:
             self._child = self._spawn()
         except (OSError, pexpect.ExceptionPexpect) as error:
@@ -180,6 +184,7 @@ class Guest:
             try:
                 text = self._read(timeout)
             except pexpect.EOF:
+                self._ended = True
                 tail = splitter.finish()
                 if tail is not None:
                     yield self._keep(tail)
@@ -224,7 +229,7 @@ class Guest:
 
         child = self._child
         # After EOF isalive() waits for the guest to exit, so one still alive here is one we end ourselves.
-        ours = child.proc.poll() is None if isinstance(child, PopenSpawn) else child.isalive()
+        ours = self._still_running(child) if isinstance(child, PopenSpawn) else child.isalive()
         # The guest leads a session of its own (pexpect's pty, or UML's setsid): its group holds whatever a wrapper
         # script started too, or a UML kernel's helper processes.
         kill_group(child.pid)
@@ -243,6 +248,18 @@ class Guest:
             self.record.outside_signal = self._launcher.outside_signal(signal_status, self.record.console)
         self.record.seconds = time.monotonic() - self._started
         return self.record
+
+    def _still_running(self, child: Any) -> bool:
+        """Whether a guest read through a pipe still runs. After its console's end it is waited for a moment: under
+        load a UML killed from outside was once taken for one that still ran, ended by us, so the signal went
+        unnamed and its case was reported crashed instead of booted again."""
+        if not self._ended:
+            return child.proc.poll() is None
+        try:
+            child.proc.wait(timeout=_EXIT_AFTER_EOF)
+        except subprocess.TimeoutExpired:
+            return True
+        return False
 
     def __enter__(self) -> Guest:
         return self
