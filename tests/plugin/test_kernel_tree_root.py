@@ -41,12 +41,19 @@ def imported(tree: Path) -> list[Path]:
     return sorted(tree.rglob("*.imported"))
 
 
+def collect_at_the_root(
+    pytester: pytest.Pytester, fake_kernel: FakeKernel, tree: Path, *paths: str
+) -> pytest.RunResult:
+    """`cd TREE && pytest --kunit --collect-only -q [PATH ...]`, as a kernel developer types it at the tree's root."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tree)
+        return pytester.runpytest_subprocess(*without_source(fake_kernel.options("--collect-only", "-q", *paths)))
+
+
 def test_a_kernel_tree_root_collects_its_fragments_and_imports_none_of_its_python(
     pytester: pytest.Pytester, fake_kernel: FakeKernel, hostile_tree: Path
 ) -> None:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(hostile_tree)
-        result = pytester.runpytest_subprocess(*without_source(fake_kernel.options("--collect-only", "-q")))
+    result = collect_at_the_root(pytester, fake_kernel, hostile_tree)
     no_traceback(result)
     assert imported(hostile_tree) == []
     for fragment in FRAGMENTS:
@@ -57,10 +64,7 @@ def test_a_kernel_tree_root_collects_its_fragments_and_imports_none_of_its_pytho
 def test_many_kernels_are_announced_before_the_first_build(
     pytester: pytest.Pytester, fake_kernel: FakeKernel, hostile_tree: Path
 ) -> None:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(hostile_tree)
-        result = pytester.runpytest_subprocess(*without_source(fake_kernel.options("--collect-only", "-q")))
-    lines = result.stdout.lines
+    lines = collect_at_the_root(pytester, fake_kernel, hostile_tree).stdout.lines
     announced = next(index for index, line in enumerate(lines) if "4 kunitconfig fragments collected" in line)
     first_build = next(index for index, line in enumerate(lines) if line.startswith("kunit: built "))
     assert announced < first_build
@@ -73,9 +77,7 @@ def test_many_kernels_are_announced_before_the_first_build(
 def test_a_few_kernels_are_not_announced(
     pytester: pytest.Pytester, fake_kernel: FakeKernel, hostile_tree: Path
 ) -> None:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(hostile_tree)
-        result = pytester.runpytest_subprocess(*without_source(fake_kernel.options("--collect-only", "-q", "fs/")))
+    result = collect_at_the_root(pytester, fake_kernel, hostile_tree, "fs/")
     result.stdout.fnmatch_lines(["fs/ext4/.kunitconfig::example::example_simple_test"])
     result.stdout.no_fnmatch_line("*fragments collected*")
 
