@@ -209,12 +209,6 @@ class KtapParser:
             return depth
         return None
 
-    @staticmethod
-    def _at_depth_of(group: _Group, parent: _Group, indent: int) -> bool:
-        """Whether a result line at `indent` is one of `group`'s own tests: at its own depth and only there (a test's
-        printk can print anything, at any depth, while the case runs; KUnit prints its results at the block's)."""
-        return indent == group.indent
-
     def _result(self, result: grammar.Result, indent: int) -> list[Event] | None:
         """The events of a result line, or None when it is no result of the open blocks (it is then a plain line)."""
         depth = self._closing_depth(result, indent)
@@ -223,7 +217,9 @@ class KtapParser:
         top = self._stack[-1]
         if len(self._stack) == 1:
             return []  # a result outside any suite is no case (kselftest's plain tests, a suite that failed to init)
-        if not self._at_depth_of(top, self._stack[-2], indent):
+        if indent != top.indent:
+            # Only at the block's own depth: a test's printk can print anything, at any depth, while the case runs;
+            # KUnit prints its results at the block's.
             return None
         if len(self._stack) == 2 and result.name in top.verdicts:
             return self._second_verdict(top, result)
