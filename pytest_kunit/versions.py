@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 PACKAGED_SOURCE = "linux-source-6.1"  # the Debian package whose tarball a run builds when given no tree
 DEFAULT_TARBALL = Path(f"/usr/src/{PACKAGED_SOURCE}.tar.xz")  # where that package puts it
 # What the series' kunit.timeout accepts: 1 to KUNIT_MAX_TIMEOUT_SECS seconds (lib/kunit/try-catch-impl.h, patch
 # 0011), ignoring anything else and keeping its 300 s. Upstream's (6.17+) takes any number of seconds.
 MAX_CASE_TIMEOUT = 86400
+# kunit.py's --alltests fragment, ALL_TESTS_CONFIG_PATH in its kunit.py (5.13+; 6.1 and 6.12 have one each).
+ALLTESTS = PurePosixPath("tools/testing/kunit/configs/all_tests.config")
 # The ELF sections an object's suite table is in: `.kunit_test_suites` (6.1, 6.12), and on 6.12 (6.7+) also
 # `.kunit_init_test_suites` for suites that test __init code. Which one an object has, its own section headers say.
 SUITE_TABLES = (".kunit_test_suites", ".kunit_init_test_suites")

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from ..errors import KunitError
-from ..fragments.alltests import ALLTESTS, NODEID, alltests_file
+from ..fragments.alltests import NODEID, alltests_file
 from ..fragments.files import ALLTESTS_FRAGMENT
 from ..model import Settings
+from ..versions import ALLTESTS
 from .nodes import KunitconfigFile
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from ..fragments.alltests import ALLTESTS
 from ..fragments.files import fragments_in_run, is_fragment
 from ..fragments.pipeline import STATE
 from ..host.progress import Progress
 from ..kernel.tree import is_kernel_tree
 from ..scaleout.workers import is_worker
+from ..versions import ALLTESTS
 
 # More kernels than this in one run are announced before the first build: a few are what a run of some suites
 # builds; more is the whole-tree run a newcomer starts by accident (21 fragments in 6.12's tree).

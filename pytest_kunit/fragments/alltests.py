@@ -10,15 +10,15 @@ it, whatever tree it came from; alone when no path is named, beside those named 
 
 from __future__ import annotations
 
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import pytest
 
 from ..errors import ConfigError
 from ..host.cache import write_atomically
+from ..versions import ALLTESTS
 from .pipeline import STATE
 
-ALLTESTS = PurePosixPath("tools/testing/kunit/configs/all_tests.config")  # kunit.py's ALL_TESTS_CONFIG_PATH
 NODEID = str(ALLTESTS)  # the fragment's node id, the same for every tree and on every xdist worker
 COPIES = "alltests"  # the cache's directory of the files taken out of extracted tarballs, one per tree
 

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from ..findings.initramfs import modules_arg
 from ..model import Attributes, CaseId, kernel_key
 from ..options import Isolate
+from ..versions import ALLTESTS
 from .prefix_groups import covering_globs, literal, prefix_groups
 
 # A suite never timed before is assumed to take this long per case (TCG runs a typical case in tens of ms).
 ESTIMATED_CASE_SECONDS = 0.05
 # `*.kunitconfig` and in-tree `.kunitconfig` files alike, and --kunit-alltests' fragment (fragments/alltests.py)
-FRAGMENT_SUFFIXES = ("kunitconfig", "tools/testing/kunit/configs/all_tests.config")
+FRAGMENT_SUFFIXES = ("kunitconfig", str(ALLTESTS))
 
 
 @dataclass(frozen=True)
