@@ -250,7 +250,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if isinstance(item, KunitCase):
         report = made.get_result()
         item.finish_report(report, call)
-        setattr(report, JUNIT_NAMES_KEY, junit_names(item.nodeid, item.name))
+        if item.config.getoption("xmlpath", None) and item.parent is not None:
+            setattr(report, JUNIT_NAMES_KEY, junit_names(item.parent.nodeid, item.name))
         if item.config.stash[STATE].settings.kcidb is not None:
             run = case_run(item, report)
             if run is not None:

@@ -89,11 +89,11 @@ def junit_properties(stats: Stats) -> list[tuple[str, str]]:
 JUNIT_NAMES_KEY = "kunit_junit_names"  # the <testcase> classname and name a case's report carries (xdist sends it)
 
 
-def junit_names(nodeid: str, name: str) -> dict[str, str]:
-    """A case's JUnit classname and name as pytest makes them for an item without parameters (the node id's parts,
-    the fragment's path dotted), said whole: pytest reads a `[` in a KUnit name as parameters, and 9.2 adds a `]`
-    to the name where it does ("… [brackets] & more]")."""
-    parts = nodeid[: len(nodeid) - len(name) - len("::")].split("::")
+def junit_names(suite_nodeid: str, name: str) -> dict[str, str]:
+    """A case's JUnit classname and name as pytest makes them for an item without parameters (its suite's node id's
+    parts, the fragment's path dotted), said whole: pytest reads a `[` in a KUnit name as parameters, and 9.2 adds a
+    `]` to the name where it does ("… [brackets] & more]")."""
+    parts = suite_nodeid.split("::")
     parts[0] = parts[0].replace("/", ".")
     return {"classname": ".".join(parts), "name": name}
 
