@@ -33,9 +33,9 @@ PROGRAM = Type("program", "a program")
 PATH = Type("path", "a path", path=True)
 EXISTING_FILE = Type("existing path", "an existing file", path=True)
 KERNEL_SOURCE = Type("kernel source", "an existing kernel tarball or directory", path=True)
-PATCH_DIRS = Type("patch directories")
+PATCH_DIRS = Type("patch directories", path=True)  # its reader resolves each one itself
 COVERAGE = Type("coverage", shape="optional")
-CONSOLE = Type("console")
+CONSOLE = Type("console", path=True)  # its reader resolves it itself (or takes - for stdin)
 POSITIVE_WHOLE = Type("positive whole", "a positive whole number")
 WHOLE = Type("whole", "a whole number, 0 or more")
 CASE_SECONDS = Type(

@@ -14,7 +14,6 @@ import pytest
 from ..errors import KunitWarning
 from ..fragments.files import IN_TREE_NAME, fragments_in_run
 from ..options import OPTIONS
-from ..optiontypes import CONSOLE, PATCH_DIRS
 from ..scaleout.workers import is_worker
 from .nodes import KunitCase
 
@@ -57,7 +56,7 @@ def split_path_option(config: pytest.Config) -> str | None:
     if config.getoption("rootdir", None):
         return None
     words = [str(word) for word in config.invocation_params.args]
-    flags = {option.flag for option in OPTIONS if option.type.path or option.type in (PATCH_DIRS, CONSOLE)}
+    flags = {option.flag for option in OPTIONS if option.type.path}
     base = config.invocation_params.dir
     split = [
         (flag, value)
