@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..console import ktap_lines
 from ..console.ktap import Status
 from ..host.cache import write_atomically
 
@@ -67,21 +66,12 @@ class JsonCase:
     build_dir: str  # the kernel's build directory, as kunit.py's `build_environment`
 
 
-def _had_result_line(outcome: Outcome) -> bool:
-    """Whether the case's console slice ends in its own result line (it ends elsewhere when the kernel never printed
-    one: the guest died or went silent while the case ran)."""
-    if not outcome.lines:
-        return False
-    line = ktap_lines.result(ktap_lines.clean(outcome.lines[-1]).strip())
-    return line is not None and line.name == outcome.result.case
-
-
 def outcome_status(outcome: Outcome) -> KunitPyStatus:
     """kunit.py's status for a case with this outcome: what its result line says, ERROR without one."""
     status = outcome.result.status
     if status is Status.NO_RESULT:
         return KunitPyStatus.ERROR
-    if status in (Status.CRASHED, Status.TIMED_OUT) and not _had_result_line(outcome):
+    if status in (Status.CRASHED, Status.TIMED_OUT) and not outcome.own_line:
         return KunitPyStatus.ERROR
     return _FROM_RESULT_LINE[status]
 

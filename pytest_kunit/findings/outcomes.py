@@ -29,6 +29,9 @@ class Outcome:
     seconds: float | None = None  # how long the case ran, by the console's times
     reports: tuple[Finding, ...] = ()  # sanitizer reports printed while the case ran, decoded
     said: ktap.Status | None = None  # what the case's own result line said, when a report overruled it
+    # Whether the verdict is the case's own result line; False: the runner's, from how its guest stopped (died or went
+    # silent while it ran), which kunit.py reports as an error.
+    own_line: bool = True
 
     @classmethod
     def no_result(cls, case: CaseId, console: Path, why: str, lines: tuple[str, ...] = ()) -> Outcome:

@@ -363,6 +363,7 @@ class Runner:
             error=record.killed_for,
             earlier=_described(stops.get(in_flight, [])),
             lines=_case_lines(record, in_flight),
+            own_line=False,
         )
 
     def _stopped(

@@ -84,33 +84,38 @@ def test_several_kernels_are_a_group_each_with_its_own_fields() -> None:
     assert made["sub_groups"][1]["sub_groups"][0]["build_environment"] == "/b/arm"
 
 
-def outcome(status: Status, lines: tuple[str, ...], params: tuple[ParamResult, ...] = ()) -> Outcome:
-    return Outcome(CaseResult("s", "c", status, params=params), Path("/console"), lines=lines)
+def outcome(
+    status: Status, lines: tuple[str, ...], params: tuple[ParamResult, ...] = (), own_line: bool = True
+) -> Outcome:
+    return Outcome(CaseResult("s", "c", status, params=params), Path("/console"), lines=lines, own_line=own_line)
 
 
 @pytest.mark.parametrize(
-    ("status", "last_line", "expected"),
+    ("status", "last_line", "own_line", "expected"),
     [
-        (Status.PASSED, "    ok 1 c", KunitPyStatus.PASS),
-        (Status.SKIPPED, "    ok 1 c # SKIP why", KunitPyStatus.SKIP),
-        (Status.FAILED, "    not ok 1 c", KunitPyStatus.FAIL),
-        (Status.XFAIL, "    not ok 1 c # XFAIL", KunitPyStatus.FAIL),
+        (Status.PASSED, "    ok 1 c", True, KunitPyStatus.PASS),
+        (Status.SKIPPED, "    ok 1 c # SKIP why", True, KunitPyStatus.SKIP),
+        (Status.FAILED, "    not ok 1 c", True, KunitPyStatus.FAIL),
+        (Status.XFAIL, "    not ok 1 c # XFAIL", True, KunitPyStatus.FAIL),
         # KUnit's own verdict on a faulted or timed-out try is a `not ok` line: kunit.py's FAIL.
-        (Status.CRASHED, "[    1.5] not ok 1 c", KunitPyStatus.FAIL),
-        (Status.TIMED_OUT, "    not ok 1 c", KunitPyStatus.FAIL),
-        # No line of its own (the guest died or went silent): kunit_parser's TEST_CRASHED, its JSON's ERROR.
-        (Status.CRASHED, "Kernel panic - not syncing: Fatal exception", KunitPyStatus.ERROR),
-        (Status.TIMED_OUT, "    # c: initializing", KunitPyStatus.ERROR),
-        (Status.CRASHED, "    not ok 1 other_case", KunitPyStatus.ERROR),
-        (Status.NO_RESULT, "    ok 1 c", KunitPyStatus.ERROR),
+        (Status.CRASHED, "[    1.5] not ok 1 c", True, KunitPyStatus.FAIL),
+        (Status.TIMED_OUT, "    not ok 1 c", True, KunitPyStatus.FAIL),
+        # No line of its own (the guest died or went silent; the runner judged it): kunit_parser's TEST_CRASHED, its
+        # JSON's ERROR.
+        (Status.CRASHED, "Kernel panic - not syncing: Fatal exception", False, KunitPyStatus.ERROR),
+        (Status.TIMED_OUT, "    # c: initializing", False, KunitPyStatus.ERROR),
+        (Status.CRASHED, "    not ok 1 other_case", False, KunitPyStatus.ERROR),
+        (Status.NO_RESULT, "    ok 1 c", True, KunitPyStatus.ERROR),
     ],
 )
-def test_kunit_py_s_status_for_each_verdict(status: Status, last_line: str, expected: KunitPyStatus) -> None:
-    assert outcome_status(outcome(status, ("    # Subtest: s", last_line))) is expected
+def test_kunit_py_s_status_for_each_verdict(
+    status: Status, last_line: str, own_line: bool, expected: KunitPyStatus
+) -> None:
+    assert outcome_status(outcome(status, ("    # Subtest: s", last_line), own_line=own_line)) is expected
 
 
-def test_a_crash_with_no_console_slice_is_an_error() -> None:
-    assert outcome_status(outcome(Status.CRASHED, ())) is KunitPyStatus.ERROR
+def test_a_crash_the_runner_judged_with_no_console_slice_is_an_error() -> None:
+    assert outcome_status(outcome(Status.CRASHED, (), own_line=False)) is KunitPyStatus.ERROR
 
 
 def test_a_parameterised_case_s_own_verdict_is_never_lost() -> None:
