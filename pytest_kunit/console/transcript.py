@@ -48,12 +48,13 @@ def visible(text: str) -> str:
     return _INVISIBLE.sub(lambda match: f"<U+{ord(match[0]):04X}>", text)
 
 
-def console_line(text: str) -> str:
+def console_line(text: str, unread: int = 0) -> str:
     """A line as the console keeps it and the parser reads it: controls stripped, cut to MAX_LINE characters with a
-    note of how much was cut."""
-    if len(text) <= MAX_LINE:
+    note of how much was cut; `unread` more characters of it were let go before it reached here (a line cut as it
+    streamed in)."""
+    dropped = max(0, len(text) - MAX_LINE) + unread
+    if not dropped:
         return strip_controls(text)
-    dropped = len(text) - MAX_LINE
     return (
         f"{strip_controls(text[:MAX_LINE])} [pytest-kunit: line cut at {MAX_LINE} characters, {dropped} more dropped]"
     )

@@ -48,7 +48,4 @@ class LineSplitter:
     def _close(self) -> str:
         kept, dropped = "".join(self._kept), self._dropped
         self._kept, self._kept_length, self._dropped = [], 0, 0
-        if not dropped:
-            return console_line(kept)
-        # console_line's own note, counting what was let go unread (tests/unit/test_console_lines.py holds them equal).
-        return f"{console_line(kept)} [pytest-kunit: line cut at {MAX_LINE} characters, {dropped} more dropped]"
+        return console_line(kept, dropped)
