@@ -26,7 +26,8 @@ from ..kbuild.case_locations import case_locations
 from ..kbuild.modulefiles import built_modules
 from ..kbuild.records import NotARecord
 from ..kbuild.suitetable import Opaque, case_list_digest
-from ..kernel.build import BuildRequest, build, full_fragment
+from ..kernel.build import build
+from ..kernel.build_request import BuildRequest, full_fragment
 from ..kernel.kconfig import Fragment, parse_fragment, read_fragment
 from ..kernel.makerun import honoured_variables
 from ..kernel.out_of_tree import install, suite_dir_for

@@ -16,7 +16,8 @@ from ..guest.module_boots import module_cases
 from ..guest.replay import Replayed, ReplayError, ReplayRunner
 from ..host.cache import CaseList
 from ..host.progress import Progress
-from ..kernel.build import RECORD, build_dir_of
+from ..kernel.build_records import RECORD
+from ..kernel.build_request import build_dir_of
 from ..model import BuildResult, BuiltKernel, CaseId, Kernel
 from ..versions import TreeFeatures
 from .builder import KernelBuilder

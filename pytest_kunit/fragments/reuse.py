@@ -5,8 +5,8 @@ A fragment whose own kernel was never built may run in a kernel built earlier (b
 the fragment's suites as the fragment's own kernel would: every setting of the fragment's own configuration holds
 there, and no source its suites are compiled from tests a symbol the two set differently (membership.py). The
 fragment then runs only its own suites, in boots of its own, as in a shared kernel. Anything less sure, and it builds
-its own kernel, as without the option. Each finished build records what it was built from (build.RECORD); the kernel
-is brought up to date with the tree before it serves (an edit since builds it incrementally).
+its own kernel, as without the option. Each finished build records what it was built from (build_records.RECORD);
+the kernel is brought up to date with the tree before it serves (an edit since builds it incrementally).
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from ..host.cachelayout import CacheLayout
 from ..host.progress import Progress
 from ..kbuild import membership
 from ..kbuild.membership import unrepresentable
-from ..kernel.build import RECORD, BuildRecord, BuildRequest, build_dir_of, completed_config, image_digest
+from ..kernel.build_records import RECORD, BuildRecord, image_digest
+from ..kernel.build_request import BuildRequest, build_dir_of
+from ..kernel.configuring import completed_config
 from ..kernel.kconfig import parse_fragment, read_dotconfig
 from ..kernel.out_of_tree import suite_dir_for
 from ..model import Kernel

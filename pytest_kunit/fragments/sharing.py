@@ -26,7 +26,7 @@ from ..errors import BuildError, ConfigError
 from ..host.cache import load_shared_suites, save_shared_suites
 from ..host.progress import Progress
 from ..kbuild import membership
-from ..kernel.build import completed_config
+from ..kernel.configuring import completed_config
 from ..kernel.kconfig import Fragment, parse_fragment, read_dotconfig
 from ..kernel.out_of_tree import suite_dir_for
 from ..model import Kernel

@@ -4,7 +4,7 @@ an existing cache stays valid.
 
     src/KEY/                an extracted tarball or a patched copy of a tree (tree.py)        lock src-KEY
     build/KEY/              one build directory per (tree, arch, configuration) (build.py)   lock build-KEY
-    configs/KEY/            a configuration completed without a build (build.py)             lock config-KEY
+    configs/KEY/            a configuration completed without a build (configuring.py)       lock config-KEY
     images/DIGEST/          an image fetched from an xdist controller (image_service.py)     lock image-DIGEST
     consoles/DIGEST/*.log   each boot's whole console, by image (runner.py)
     coverage/runs/RUN/      each boot's GCOV counters, by run (runner.py)

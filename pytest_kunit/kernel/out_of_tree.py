@@ -57,9 +57,9 @@ def _replace(path: Path, text: str) -> None:
 def _replace_keeping_time(path: Path, text: str) -> None:
     """Replace a file that lists the placed suites, keeping its time. A build's key names the suites placed for it
     and their symbols default to off, so a suite placed later for another kernel changes nothing a configured build
-    holds; a newer time would still make Kbuild and _configured() complete that build's configuration again, and
-    its next run make the whole kernel (a kernel of the framework fragment, once the sanitize suite is placed for
-    the instrumented one)."""
+    holds; a newer time would still make Kbuild and configuring.is_configured() complete that build's configuration
+    again, and its next run make the whole kernel (a kernel of the framework fragment, once the sanitize suite is
+    placed for the instrumented one)."""
     before = path.stat() if path.exists() else None
     _replace(path, text)
     if before is not None:

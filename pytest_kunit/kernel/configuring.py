@@ -1,0 +1,103 @@
+"""Configuring a build directory as kunit.py does: the fragment as `.config`, completed by Kconfig's defaults and
+checked; and whether a directory's configuration still holds, so the edit-build-test loop need not configure again."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import BuildError, ConfigError
+from ..host.cachelayout import CONFIGS, CacheLayout
+from ..host.locking import cache_lock
+from ..kbuild.records import kconfig_inputs
+from . import modules
+from .build_request import BuildRequest, build_key, full_fragment
+from .kconfig import Fragment, check_fragment
+from .makerun import Make, ProgressCallback
+
+
+def configure_build(request: BuildRequest, make: Make, progress: ProgressCallback) -> bool:
+    """Configure the build directory unless its configuration still holds for the request; whether it held (what
+    was compiled before, and how, may differ when it did not)."""
+    build_dir, fragment = make.build_dir, full_fragment(request)
+    srcarch = request.arch.make.source_arch
+    as_configured = modules.recorded(fragment, build_dir) if request.modules else fragment
+    configured = as_configured is not None and is_configured(request.tree.path, build_dir)
+    if configured and as_configured is not None:
+        try:
+            check_fragment(as_configured, (build_dir / ".config").read_text(), request.tree.path, srcarch)
+        except ConfigError:
+            configured = False  # a configuration an earlier pytest-kunit completed and refused: configured again
+    if not configured:
+        progress.phase(f"configuring kernel in {build_dir}")
+        if request.modules:
+            fragment = modules.configured(fragment, request.tree.path, srcarch, build_dir)
+        configure(request, make, fragment)
+    return configured
+
+
+def configure(request: BuildRequest, make: Make, fragment: Fragment) -> None:
+    """kunit.py's configuration: the fragment (with the architecture's needs) as `.config`, completed by Kconfig's
+    defaults (kunit.py's `olddefconfig`), then `syncconfig` for the include/config files that `make` would otherwise
+    write in a Kconfig pass of its own. `syncconfig` alone is not `olddefconfig`: it drops the member of an optional
+    choice that .config chose (sh4's CMDLINE_EXTEND, kunit.py's own sh line)."""
+    dotconfig, log = make.build_dir / ".config", make.log
+    previous = dotconfig.read_text() if dotconfig.exists() else None
+    previous_mtime = dotconfig.stat().st_mtime_ns if dotconfig.exists() else None
+    dotconfig.write_text(fragment.text())
+    if make.run_logged(make.command(f"-j{make.jobs}", "olddefconfig", "syncconfig")) != 0:
+        raise BuildError(
+            f"`make olddefconfig syncconfig` failed in {request.tree.path}.",
+            f"read the log {log}; the tree may be incomplete or not configured for O= builds "
+            "(run `make mrproper` in a directory tree that was built in place).",
+            detail="\n".join(log.read_text(errors="replace").splitlines()[-15:]),
+        )
+    current = dotconfig.read_text()
+    if current == previous and previous_mtime is not None:
+        # Same configuration: keep the old timestamp so Kbuild does not re-run syncconfig.
+        os.utime(dotconfig, ns=(previous_mtime, previous_mtime))
+    try:
+        check_fragment(fragment, current, request.tree.path, request.arch.make.source_arch)
+    except ConfigError:
+        # Never trusted as configured (is_configured): the next run configures again, as a later pytest-kunit or
+        # tree may complete the same fragment otherwise.
+        (make.build_dir / "include/config/auto.conf").unlink(missing_ok=True)
+        raise
+
+
+def completed_config(request: BuildRequest, progress: ProgressCallback | None = None) -> str:
+    """The `.config` the request's fragment gives on its own, Kconfig's defaults completing it, without a build:
+    configured as a build is (configure) in a directory of its own in the cache, done again only when it would change
+    (sharing.py compares it with a shared kernel's). Raises ConfigError as the build would."""
+    fragment = full_fragment(request)
+    layout = CacheLayout(request.cache_dir)
+    directory = layout.config_dir(build_key(request))
+    lock = layout.lock_name(CONFIGS, directory.name)
+    with cache_lock(request.cache_dir, lock, f"completing a configuration in {directory}"):
+        directory.mkdir(parents=True, exist_ok=True)
+        layout.mark_used(directory)
+        if not is_configured(request.tree.path, directory):
+            if progress is not None:
+                progress.phase(f"completing a configuration in {directory} (no build)")
+            log = directory / "config.log"
+            log.write_text(f"# pytest-kunit: the configuration of {request.tree.path} alone\n")
+            options, timeout = request.make_options, request.make_timeout
+            make = Make(request.tree.path, directory, request.arch, request.jobs, log, {}, options, timeout=timeout)
+            configure(request, make, fragment)
+        return (directory / ".config").read_text()
+
+
+def is_configured(tree: Path, build_dir: Path) -> bool:
+    """Whether `make syncconfig` would leave `.config` as it is, so the edit-build-test loop need not run it: the
+    directory's fragment (its key) was completed after the last change to `.config` and to every Kconfig file
+    Kbuild lists as read for it (include/config/auto.conf.cmd). What else that list names (compiler, ARCH) `make`
+    checks itself, and Kconfig recomputes such symbols from the environment whatever `.config` holds."""
+    auto_conf = build_dir / "include/config/auto.conf"
+    try:
+        completed = auto_conf.stat().st_mtime_ns
+        if (build_dir / ".config").stat().st_mtime_ns > completed:
+            return False
+        kconfigs = kconfig_inputs(build_dir)
+        return bool(kconfigs) and all((tree / name).stat().st_mtime_ns <= completed for name in kconfigs)
+    except OSError:
+        return False
