@@ -15,10 +15,10 @@ import pytest
 
 from ..arch import Arch
 from ..errors import KunitError, KunitWarning
-from ..findings import initramfs
 from ..findings.coverage_report import gcovr_command, keep_counters, make_report
 from ..fragments.files import collects
 from ..fragments.pipeline import STATE, SessionState
+from ..guest import initramfs
 from ..guest.launch import launcher
 from ..guest.planning import PlannedCase, plan_batches
 from ..guest.replay import Replayed, ReplayError, read_console

@@ -1,5 +1,5 @@
 """Getting GCOV counters out of a guest: the kernel options, and reading back the counters the initramfs's /init
-(initramfs.py) printed on the console once KUnit had run: a base64 tar of the .gcda files between two marker lines.
+(guest_init.py) printed on the console once KUnit had run: a base64 tar of the .gcda files between two marker lines.
 
 No networking and no second device: the console carries them.
 """
@@ -15,10 +15,10 @@ import tarfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from . import archive, initramfs
+from . import archive, guest_init
 
 # Every object: Kbuild keeps it off where it cannot work (early boot, vDSO); the report keeps the tested files.
-KCONFIG = ("CONFIG_GCOV_KERNEL=y", "CONFIG_GCOV_PROFILE_ALL=y", *initramfs.KCONFIG)
+KCONFIG = ("CONFIG_GCOV_KERNEL=y", "CONFIG_GCOV_PROFILE_ALL=y", *guest_init.KCONFIG)
 
 
 def tested_dirs(files: Iterable[str]) -> tuple[str, ...]:
@@ -37,7 +37,7 @@ def counters(console: Sequence[str]) -> bytes | None:
     """The tar /init printed (gzipped, base64) between the markers, unzipped; None if the guest never got there (a
     crash, a panic) or printed no gzip there. One that unzips past LIMITS raises UnsafeArchive."""
     lines = [line.strip() for line in console]
-    begin, end_marker = initramfs.GCOV_BEGIN, initramfs.GCOV_END
+    begin, end_marker = guest_init.GCOV_BEGIN, guest_init.GCOV_END
     if begin not in lines or end_marker not in lines[lines.index(begin) :]:
         return None
     start = lines.index(begin) + 1

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import KunitError
-from . import coverage, initramfs
+from . import coverage, guest_init
 from .archive import UnsafeArchive
 
 META = "boot.json"
@@ -45,8 +45,8 @@ def save_boot(console: Sequence[str], boot_args: Sequence[str], build_dir: Path,
             files, refused = len(extracted.files), extracted.refused
     except UnsafeArchive as error:
         tar, refused = None, [error.what]
-    prefix = f"{initramfs.GCOV_ARG}="
-    dirs = next((arg.removeprefix(prefix) for arg in boot_args if arg.startswith(prefix)), initramfs.ALL)
+    prefix = f"{guest_init.GCOV_ARG}="
+    dirs = next((arg.removeprefix(prefix) for arg in boot_args if arg.startswith(prefix)), guest_init.ALL)
     meta = {
         "tree": str(tree),
         "build": str(build_dir),
@@ -142,7 +142,7 @@ def make_report(saved: Sequence[Path], output: Path) -> CoverageReport:
     tracefiles: list[str] = []
     for boot, meta in with_counters:
         tree = re.escape(meta["tree"].rstrip("/"))
-        dirs = meta["dirs"].split(",") if meta["dirs"] != initramfs.ALL else [""]
+        dirs = meta["dirs"].split(",") if meta["dirs"] != guest_init.ALL else [""]
         filters += [f"{tree}/{re.escape(name)}/" if name else f"{tree}/" for name in dirs]
         tracefile = boot / "coverage.json"
         # gcov runs in the first working directory gcovr tries, and leaves its outputs and gcovr's lock file there:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import initramfs
+from . import guest_init
 
 
 @dataclass(frozen=True)
@@ -50,10 +50,10 @@ SANITIZERS: dict[str, Sanitizer] = {
         ),
         Sanitizer("kcsan", ("CONFIG_DEBUG_KERNEL=y", "CONFIG_KCSAN=y"), arch_symbol="HAVE_ARCH_KCSAN"),
         # Leaks are printed on the console by every periodic scan, and the initramfs's /init makes a final scan once
-        # KUnit is done (initramfs.py): what it needs of the kernel comes too.
+        # KUnit is done (guest_init.py): what it needs of the kernel comes too.
         Sanitizer(
             "kmemleak",
-            ("CONFIG_DEBUG_KERNEL=y", "CONFIG_DEBUG_KMEMLEAK=y", *initramfs.KCONFIG),
+            ("CONFIG_DEBUG_KERNEL=y", "CONFIG_DEBUG_KMEMLEAK=y", *guest_init.KCONFIG),
             ("kmemleak.verbose=1",),
         ),
     )

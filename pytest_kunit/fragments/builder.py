@@ -13,10 +13,11 @@ from .. import versions
 from ..arch import Arch
 from ..bundled import default_patch_dirs
 from ..errors import ConfigError, KunitError
-from ..findings import coverage, initramfs
+from ..findings import coverage, guest_init
 from ..findings.sanitizers import kconfig_lines as sanitizer_kconfig
 from ..findings.sanitizers import kernel_args as sanitizer_args
 from ..findings.sanitizers import unsupported as sanitizers_unsupported
+from ..guest import initramfs
 from ..guest.listing import list_cases
 from ..guest.runner import BootEdits, Runner
 from ..host.cache import CaseList, load_case_list, save_case_list
@@ -132,7 +133,7 @@ class KernelBuilder:
             return Fragment(())
         return parse_fragment("\n".join(coverage.KCONFIG), "--kunit-coverage")
 
-    def _initramfs_why(self, after: initramfs.AfterKunit) -> str:
+    def _initramfs_why(self, after: guest_init.AfterKunit) -> str:
         if after.modules:
             return "--kunit-modules"
         return "--kunit-coverage" if after.gcov is not None else "kmemleak's final scan (the kernel has kmemleak)"
@@ -251,7 +252,7 @@ class KernelBuilder:
             self.stats.build_seconds += result.seconds
             note = f"; {result.note}" if result.note else ""
             progress.done(f"built {name} in {result.seconds:.1f} s (log: {result.log}{note})")
-        after = initramfs.AfterKunit(
+        after = guest_init.AfterKunit(
             kmemleak=initramfs.kmemleak_scan(result.build_dir / ".config", request.arch),
             gcov=() if self.settings.coverage is not None else None,
             modules=request.modules,

@@ -11,7 +11,7 @@ from typing import Protocol
 import pytest
 
 from ..arch import Arch
-from ..findings import coverage, initramfs
+from ..findings import coverage, guest_init
 from ..guest.module_boots import module_cases
 from ..guest.replay import Replayed, ReplayError, ReplayRunner
 from ..host.cache import CaseList
@@ -75,7 +75,7 @@ class SessionState(KernelBuilder):
         self.locations[key] = listing.locations
         # Only the counters of the directories the suites live in leave the guest.
         dirs = coverage.tested_dirs(file for file, _ in listing.locations.values())
-        boot_args = initramfs.with_gcov_dirs(unlisted.boot_args, dirs)
+        boot_args = guest_init.with_gcov_dirs(unlisted.boot_args, dirs)
         cases = listing.cases
         if unlisted.modules:
             cases = (*cases, *(case for module in unlisted.modules for case in module_cases(module)))

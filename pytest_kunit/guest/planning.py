@@ -10,7 +10,7 @@ import fnmatch
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..findings.initramfs import modules_arg
+from ..findings.guest_init import modules_arg
 from ..model import Attributes, CaseId, kernel_key
 from ..options import Isolate
 from ..versions import ALLTESTS

@@ -15,7 +15,7 @@ from ..console import ktap, oops
 from ..console.decode import decode_stacktrace
 from ..console.transcript import BootRecord
 from ..errors import KunitError
-from ..findings import initramfs
+from ..findings import guest_init
 from ..findings.coverage_report import save_boot
 from ..findings.outcomes import Outcome, case_outcomes
 from ..findings.sanitizer_verdicts import OutsideReports
@@ -284,11 +284,11 @@ class Runner:
         if record.stopped:
             return True  # ended on purpose after a crash: what it did not run is booted again
         stopped_early = record.timed_out or bool(unfinished) or record.outside_signal is not None
-        unscanned = initramfs.unfinished_scan(kernel.key, kernel.boot_args, record.console, record.killed_for, console)
+        unscanned = guest_init.unfinished_scan(kernel.key, kernel.boot_args, record.console, record.killed_for, console)
         if in_flight is None and unscanned is not None:
             self.outside.add(unscanned)  # every case ran, but not the final scan that would show their leaks
         if in_flight is None or not stopped_early:
-            unloaded = initramfs.unloaded_modules(record.console)
+            unloaded = guest_init.unloaded_modules(record.console)
             module_of = {suite: module.name for module in kernel.modules for suite, _ in module.suites}
             for case in executed:
                 if case in wanted and case not in known:

@@ -23,7 +23,7 @@ BUILT_IN = ("CONFIG_KUNIT",)  # the executor, filters and the module notifier: n
 
 
 # Modules, and what the initramfs's /init that loads them needs: an initramfs, busybox's ELF, its script (as
-# findings/initramfs.py's KCONFIG says; without them the kernel panics for want of a root file system).
+# findings/guest_init.py's KCONFIG says; without them the kernel panics for want of a root file system).
 MODE_LINES = ("CONFIG_MODULES=y", "CONFIG_BLK_DEV_INITRD=y", "CONFIG_BINFMT_ELF=y", "CONFIG_BINFMT_SCRIPT=y")
 
 

@@ -20,8 +20,8 @@ import execnet
 
 from ..console.transcript import strip_controls
 from ..errors import KunitError
-from ..findings.initramfs import initramfs
 from ..fragments.files import FragmentTable, fragment_name
+from ..guest.initramfs import initramfs
 from ..host.cache import CaseList, cache_id, case_list_data, case_list_from, load_case_list
 from ..host.cachelayout import IMAGES, CacheLayout
 from ..host.locking import cache_lock

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_kunit.findings import archive, coverage
 from pytest_kunit.findings.coverage_report import META, CoverageReport, FileCoverage, save_boot
-from pytest_kunit.findings.initramfs import GCOV_BEGIN, GCOV_END
+from pytest_kunit.findings.guest_init import GCOV_BEGIN, GCOV_END
 
 
 def tar_of(files: dict[str, bytes], links: dict[str, tuple[bytes, str]] | None = None) -> bytes:
