@@ -27,12 +27,13 @@ from .build_records import (
     stored_scope,
 )
 from .build_request import BuildRequest, build_dir_of
+from .ccache_stats import ccache_counts, hit_note
 from .compiler_check import check_compiler
 from .configuring import configure_build
 from .freshness import LAG_NS, TreeLook, look_at_tree
 from .image import ImageCheck, ImageRecord, check_image
 from .makerun import Make, ProgressCallback, full_make, without_overridden
-from .wrapper import ccache_counts, hit_note, llvm_compilers, wrap_compilers
+from .wrapper import llvm_compilers, wrap_compilers
 
 LOG = "build.log"
 BUILD_TOOLS = ("make", "gcc", "flex", "bison", "bc")

@@ -14,7 +14,7 @@ from ..kbuild.read_dirs import ReadScope, read_scope, widened
 from .build_request import BuildRequest, key_digest
 from .freshness import TreeLook
 from .image import ImageCheck, ImageRecord, check_image, file_digest
-from .wrapper import TREE_LINK
+from .wrapper_scripts import TREE_LINK
 
 STAMP = ".pytest-kunit-stamp"
 RECORD = ".pytest-kunit-built.json"  # what a finished build was built from: reuse.py finds kernels that serve others

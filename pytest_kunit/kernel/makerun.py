@@ -28,8 +28,8 @@ _STEP = re.compile(r"^\s+([A-Z][A-Z0-9_]*)\s+(\S+)")
 _ERROR = re.compile(r"(error:|Error \d|undefined reference|\*\*\*|fatal:)")
 # In the build directory: links to the tools of a --kunit-cross-compile given as a path prefix
 # (/opt/cross/bin/aarch64-linux-gnu-), put on make's PATH so that Kbuild runs them by name, as it runs a prefix
-# without a directory: a compiler wrapper's script of that name can then stand in front (wrapper.py), and no other
-# program of that directory shadows the host's.
+# without a directory: a compiler wrapper's script of that name can then stand in front (wrapper_scripts.py), and no
+# other program of that directory shadows the host's.
 CROSS_TOOLS = ".pytest-kunit-cross"
 
 # What a kernel developer's shell may export that pytest-kunit decides itself, and where it decides it. Kbuild reads

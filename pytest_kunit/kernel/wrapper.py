@@ -1,17 +1,17 @@
-"""Compiler wrappers (ccache, distcc, sccache) in front of every compiler a kernel build runs, tuxmake-style.
+"""Compiler wrappers (ccache, distcc, sccache) in front of every compiler a kernel build runs, tuxmake-style: which
+wrapper, whether it can run here, and the environment make runs in with it.
 
 The wrapper is put in front by PATH, not by CC=: a directory in the build directory holds one small script per
 compiler name the build calls (`gcc` for host tools, `<CROSS_COMPILE>gcc` for the kernel), each running the wrapper
 on the real compiler. Kbuild's command lines (and so its .cmd files) stay the same with or without a wrapper, so
-changing the wrapper never rebuilds anything, as the build key ignores it too.
+changing the wrapper never rebuilds anything, as the build key ignores it too. The scripts: wrapper_scripts.py; the
+hits a build had through ccache: ccache_stats.py.
 """
 
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,15 +19,11 @@ from pathlib import Path
 from ..arch import MakeSettings
 from ..errors import BuildError
 from ..options import Wrapper
+from .wrapper_scripts import write_scripts
 
-WRAPPER_DIR = ".pytest-kunit-wrapper"
 # In the build directory: ccache's record of each compile of its latest build (CCACHE_STATSLOG), from which that
 # build's hits are counted; ccache's own counters are the whole cache's, which other builds add to meanwhile.
 STATS_LOG = ".pytest-kunit-ccache-stats.log"
-# In the build directory: the tree, by a name that is the same for every tree (ccache's hits across trees). ccache
-# hands the compiler the shortest relative path to a file among those through links and real paths, and the tree's
-# own is at least two characters ("..", when the build directory is in the tree): one character always wins.
-TREE_LINK = "S"
 # Fixed, so that the few objects that embed them (init/version.o, the initramfs) hit the cache too; any date that
 # `date -d` reads will do (usr/gen_initramfs.sh passes it there). A value the user exports wins.
 BUILD_IDENTITY = {
@@ -138,79 +134,6 @@ def _program(wrapper: Wrapper, tool: WrapperTool) -> str:
     return program
 
 
-# Questions about the compiler itself, answered by the compiler: distcc runs `gcc --version` as
-# x86_64-linux-gnu-gcc, whose first line (Kconfig's CONFIG_CC_VERSION_TEXT) would then differ from an unwrapped
-# build's, and every object (through <linux/compiler-version.h>) would be compiled again.
-_QUERIES = ("--version", "-dumpversion", "-dumpfullversion", "-dumpmachine")
-
-
-@dataclass(frozen=True)
-class _TreeLink:
-    """How compiles through a base_dir wrapper name the tree: through `link` in the build directory."""
-
-    tree: Path
-    link: Path
-    base_dir_env: str  # the wrapper's base_dir variable, cleared for the compiles that must keep the tree's names
-
-
-def _script(program: str, compiler: str, path: str, tree_link: _TreeLink | None) -> str:
-    # The compiler is run by name from the PATH make was given (distccd accepts only bare names); PATH is restored
-    # first so that name finds the real compiler, not this script.
-    restore = f"PATH={shlex.quote(path)}"
-    lines = [
-        "#!/bin/sh",
-        f"# pytest-kunit: {program} in front of {compiler}",
-        f'case "$1" in {"|".join(_QUERIES)}) {restore} exec {shlex.quote(compiler)} "$@" ;; esac',
-    ]
-    flags: tuple[str, ...] = ()
-    if tree_link is not None:
-        flags = _path_flags(tree_link.link.parent)
-        tree, link = shlex.quote(str(tree_link.tree)), shlex.quote(str(tree_link.link))
-        lines += [
-            # A coverage compile records its working directory and file names in the .gcno, which gcov reads back:
-            # it goes through the wrapper as it is (no base_dir), as ccache shares it with no other directory anyway.
-            f'case " $* " in *" -ftest-coverage "*|*" --coverage "*) {tree_link.base_dir_env}= {restore} exec '
-            f'{shlex.quote(program)} {shlex.quote(compiler)} "$@" ;; esac',
-            # Kbuild names the tree by its absolute path, which holds the tree's key: each argument naming it names
-            # the link to the tree in the build directory instead, which base_dir makes the same for any tree.
-            f"tree={tree} link={link}",
-            "for arg do",
-            "    shift",
-            '    case $arg in *"$tree"*) arg=${arg%%"$tree"*}$link${arg#*"$tree"} ;; esac',
-            '    set -- "$@" "$arg"',
-            "done",
-        ]
-    words = " ".join(shlex.quote(word) for word in (program, compiler, *flags))
-    lines.append(f'{restore} exec {words} "$@"')
-    return "\n".join(lines) + "\n"
-
-
-def _path_flags(build_dir: Path) -> tuple[str, ...]:
-    """The compiler reaches the tree through the link (S/lib/x.c, or /BUILD/S/lib/x.c where ccache leaves an argument
-    absolute): map both to the tree's own names, so __FILE__ (KUnit's and BUG()'s file names) is `lib/x.c` as in an
-    unwrapped build, and the debug information names `lib/x.c` in the working directory `.` (decode.py prints it as
-    decode_stacktrace.sh prints an unwrapped build's absolute names: `lib/x.c:42`). No map names the tree on its
-    right-hand side, which ccache hashes: two trees' compiles share hits. gcc applies the last map that matches, so
-    the link's maps come after the build directory's."""
-    return (
-        f"-fmacro-prefix-map={TREE_LINK}/=",
-        f"-fdebug-prefix-map={build_dir}=.",
-        f"-fdebug-prefix-map={TREE_LINK}/=",
-        f"-fdebug-prefix-map={build_dir}/{TREE_LINK}/=",
-    )
-
-
-def _link(link: Path, tree: Path) -> None:
-    """Make `link` point at the tree (anew when it points elsewhere). It stays when the wrapper changes: Kbuild's
-    dependency files name headers through it."""
-    if link.is_symlink() and os.readlink(link) == str(tree):
-        return
-    scratch = link.with_name(f".{TREE_LINK}.new")
-    scratch.unlink(missing_ok=True)
-    scratch.symlink_to(tree)
-    os.replace(scratch, link)
-
-
 def llvm_compilers(variables: Sequence[str]) -> tuple[str, ...]:
     """The clang that make's last LLVM= has Kbuild run by name (LLVM=1: clang, LLVM=-15: clang-15); none for LLVM=DIR/,
     which Kbuild runs by its path, where no script on PATH stands in front."""
@@ -238,19 +161,11 @@ def wrap_compilers(
         return CompilerWrapping(wrapper, describe="no compiler wrapper")
     program = _program(wrapper, tool)
     path = os.environ.get("PATH", os.defpath) if path is None else path
-    scripts = build_dir / WRAPPER_DIR
-    scripts.mkdir(parents=True, exist_ok=True)
-    build_dir = build_dir.resolve()
-    tree_link = None
-    if tool.base_dir_env:
-        tree_link = _TreeLink(tree.resolve(), build_dir / TREE_LINK, tool.base_dir_env)
-        _link(tree_link.link, tree_link.tree)
     # By the compiler's name alone, as Kbuild runs it: a script always in the build directory, never at the path
     # --kunit-cross-compile names (which would overwrite the compiler with a script running itself).
-    for name in dict.fromkeys(("gcc", os.path.basename(make.compiler), *also)):
-        script = scripts / name
-        script.write_text(_script(program, name, path, tree_link))
-        script.chmod(0o755)
+    compilers = dict.fromkeys(("gcc", os.path.basename(make.compiler), *also))
+    scripts = write_scripts(build_dir, program, compilers, path, tree, tool.base_dir_env)
+    build_dir = build_dir.resolve()
     env = {name: os.environ.get(name, value) for name, value in BUILD_IDENTITY.items()}
     env |= {setting.name: setting.value for setting in tool.settings if not setting.user_decided()}
     env["PATH"] = f"{scripts}{os.pathsep}{path}"
@@ -267,46 +182,5 @@ def wrap_compilers(
         stats_log = build_dir / STATS_LOG
         stats_log.write_text("")  # a log of this build only: the directory is locked while it builds
         env["CCACHE_STATSLOG"] = str(stats_log)
-    compilers = " and ".join((make.compiler, *also))
-    return CompilerWrapping(wrapper, env, f"{program} in front of {compilers}{where}", stats_log)
-
-
-def ccache_counts(wrapping: CompilerWrapping) -> tuple[int, int] | None:
-    """ccache's (hits, misses) so far in this build, or None if the wrapper is not ccache or ccache cannot tell. From
-    the build's own stats log where there is one; else ccache's counters for the whole cache, which compiles of other
-    builds running meanwhile add to."""
-    if wrapping.wrapper is not Wrapper.CCACHE:
-        return None
-    if wrapping.stats_log is not None:
-        return logged_counts(wrapping.stats_log)
-    try:  # asked with make's environment: the ccache the build used (CCACHE_DIR, CCACHE_CONFIGPATH), wherever it is
-        env = os.environ | wrapping.env
-        result = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True, timeout=30, env=env)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    counters: dict[str, int] = {}
-    for line in result.stdout.splitlines():
-        name, _, value = line.partition("\t")
-        if value.strip().isdigit():
-            counters[name] = int(value)
-    hits = counters.get("direct_cache_hit", 0) + counters.get("preprocessed_cache_hit", 0)
-    misses = counters.get("cache_miss", 0)
-    return (hits, misses) if result.returncode == 0 else None
-
-
-def logged_counts(stats_log: Path) -> tuple[int, int]:
-    """(hits, misses) in a ccache stats log: one entry per compile, a `# <source>` line and then its counters."""
-    try:
-        lines = stats_log.read_text(errors="replace").splitlines()
-    except FileNotFoundError:
-        return (0, 0)
-    hits = sum(line in ("direct_cache_hit", "preprocessed_cache_hit") for line in lines)
-    return hits, lines.count("cache_miss")
-
-
-def hit_note(before: tuple[int, int] | None, after: tuple[int, int] | None) -> str:
-    """`ccache: 1480 of 1510 compiles hit`, from the counters before and after a build ("" if unknown)."""
-    if before is None or after is None:
-        return ""
-    hits, misses = after[0] - before[0], after[1] - before[1]
-    return f"ccache: {hits} of {hits + misses} compiles hit"
+    wrapped = " and ".join((make.compiler, *also))
+    return CompilerWrapping(wrapper, env, f"{program} in front of {wrapped}{where}", stats_log)

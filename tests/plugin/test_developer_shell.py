@@ -152,7 +152,7 @@ def test_a_cross_compiler_named_by_path_runs_through_the_wrapper_and_is_never_wr
     # Kbuild runs it by name, which the build directory's wrapper script answers: ccache, then the compiler.
     compiles = [line.split()[0] for line in logging_ccache.read_text().splitlines() if not line.startswith("--")]
     assert compiles == ["mine-linux-gnu-gcc"]
-    (ran,) = (tmp_path / "cross.log").read_text().splitlines()  # with the wrapper's flags (wrapper._path_flags)
+    (ran,) = (tmp_path / "cross.log").read_text().splitlines()  # with the wrapper's flags (wrapper_scripts._path_flags)
     assert ran.startswith("-fmacro-prefix-map=") and ran.endswith(f"-E -x c {os.devnull} -o {os.devnull}")
     (build,) = fake_kernel.cache.glob("build/*")
     assert (build / ".pytest-kunit-wrapper" / compiler.name).is_file()

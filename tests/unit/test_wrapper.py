@@ -13,7 +13,7 @@ import pytest
 
 from pytest_kunit.arch import ARCHES, MakeSettings
 from pytest_kunit.errors import BuildError
-from pytest_kunit.kernel import wrapper
+from pytest_kunit.kernel import ccache_stats, wrapper, wrapper_scripts
 from pytest_kunit.options import Wrapper
 
 X86 = ARCHES["x86_64"].make
@@ -55,7 +55,7 @@ def test_auto_is_ccache_when_installed(only: Path, tmp_path: Path, monkeypatch: 
 def test_no_wrapper_leaves_make_alone(only: Path, tmp_path: Path) -> None:
     wrapping = wrapper.wrap_compilers(Wrapper.NONE, X86, tmp_path / "build", tmp_path / "tree")
     assert wrapping.env == {}
-    assert not (tmp_path / "build" / wrapper.WRAPPER_DIR).exists()
+    assert not (tmp_path / "build" / wrapper_scripts.WRAPPER_DIR).exists()
 
 
 def test_ccache_goes_in_front_of_the_compiler_with_what_it_needs_to_hit(only: Path, tmp_path: Path) -> None:
@@ -66,19 +66,19 @@ def test_ccache_goes_in_front_of_the_compiler_with_what_it_needs_to_hit(only: Pa
     wrapping = wrapper.wrap_compilers(Wrapper.CCACHE, X86, build, tree)
     # Paths are rewritten relative to the build directory, which reaches the tree through a link of its own.
     assert wrapping.env["CCACHE_BASEDIR"] == str(build)
-    assert (build / wrapper.TREE_LINK).readlink() == tree
+    assert (build / wrapper_scripts.TREE_LINK).readlink() == tree
     assert wrapping.env["KBUILD_BUILD_TIMESTAMP"] == wrapper.BUILD_IDENTITY["KBUILD_BUILD_TIMESTAMP"]
     assert wrapping.env["KBUILD_BUILD_USER"] == wrapping.env["KBUILD_BUILD_HOST"] == "pytest-kunit"
     # Depend mode: a miss is the compile alone, not a preprocessor run first.
     assert wrapping.env["CCACHE_DEPEND"] == "1"
-    scripts = build / wrapper.WRAPPER_DIR
+    scripts = build / wrapper_scripts.WRAPPER_DIR
     assert wrapping.env["PATH"].split(os.pathsep)[0] == str(scripts)
     assert sorted(path.name for path in scripts.iterdir()) == ["gcc"]
     # make finds the script by the compiler's name; the script runs ccache on the real compiler, with the PATH
     # make was given minus itself, and maps the relative paths ccache hands the compiler back to the tree's.
     subprocess.run(["gcc", "-c", "x.c"], env=os.environ | wrapping.env, cwd=tmp_path, check=True)
     line = log.read_text()
-    link = wrapper.TREE_LINK
+    link = wrapper_scripts.TREE_LINK
     assert line.startswith(f"{only}/ccache gcc -fmacro-prefix-map={link}/= ")
     maps = f"-fdebug-prefix-map={build}=. -fdebug-prefix-map={link}/= -fdebug-prefix-map={build}/{link}/="
     assert f"{maps} -c x.c |" in line
@@ -90,7 +90,7 @@ def test_ccache_goes_in_front_of_the_compiler_with_what_it_needs_to_hit(only: Pa
 def test_the_cross_compiler_comes_from_the_record(only: Path, tmp_path: Path) -> None:
     fake_program(only, "ccache", tmp_path / "log")
     wrapper.wrap_compilers(Wrapper.CCACHE, ARM64, tmp_path / "build", tmp_path / "tree")
-    scripts = tmp_path / "build" / wrapper.WRAPPER_DIR
+    scripts = tmp_path / "build" / wrapper_scripts.WRAPPER_DIR
     # Host tools are built with gcc, the kernel with $(CROSS_COMPILE)gcc: both are wrapped.
     assert sorted(path.name for path in scripts.iterdir()) == ["aarch64-linux-gnu-gcc", "gcc"]
     assert "ccache aarch64-linux-gnu-gcc " in (scripts / "aarch64-linux-gnu-gcc").read_text()
@@ -190,7 +190,7 @@ def test_a_build_counts_its_own_compiles_not_those_of_builds_beside_it(
     monkeypatch.delenv("CCACHE_STATSLOG", raising=False)
     (tmp_path / "x.c").write_text("int x(void) { return 1; }\n")
     wrapping = wrapper.wrap_compilers(Wrapper.CCACHE, X86, tmp_path / "build", tmp_path)
-    before = wrapper.ccache_counts(wrapping)
+    before = ccache_stats.ccache_counts(wrapping)
     assert before == (0, 0)
     compile_x = ["gcc", "-Wp,-MMD,.x.o.d", "-c", "x.c", "-o", "x.o"]
     subprocess.run(compile_x, env=os.environ | wrapping.env, cwd=tmp_path, check=True)
@@ -199,8 +199,8 @@ def test_a_build_counts_its_own_compiles_not_those_of_builds_beside_it(
     for _ in range(2):
         subprocess.run(compile_x, env=os.environ | other.env, cwd=tmp_path, check=True)
     subprocess.run(compile_x, env=os.environ | wrapping.env, cwd=tmp_path, check=True)
-    assert wrapper.hit_note(before, wrapper.ccache_counts(wrapping)) == "ccache: 1 of 2 compiles hit"
-    assert wrapper.hit_note((0, 0), wrapper.ccache_counts(other)) == "ccache: 2 of 2 compiles hit"
+    assert ccache_stats.hit_note(before, ccache_stats.ccache_counts(wrapping)) == "ccache: 1 of 2 compiles hit"
+    assert ccache_stats.hit_note((0, 0), ccache_stats.ccache_counts(other)) == "ccache: 2 of 2 compiles hit"
 
 
 def test_the_user_s_own_stats_log_is_left_alone(only: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -211,8 +211,8 @@ def test_the_user_s_own_stats_log_is_left_alone(only: Path, tmp_path: Path, monk
 
 
 def test_hit_note() -> None:
-    assert wrapper.hit_note((10, 5), (1490, 25)) == "ccache: 1480 of 1500 compiles hit"
-    assert wrapper.hit_note(None, (1, 1)) == ""
+    assert ccache_stats.hit_note((10, 5), (1490, 25)) == "ccache: 1480 of 1500 compiles hit"
+    assert ccache_stats.hit_note(None, (1, 1)) == ""
 
 
 @pytest.mark.parametrize("choice", [Wrapper.CCACHE, Wrapper.DISTCC])
@@ -260,7 +260,7 @@ def test_ccache_names_the_tree_through_its_link_except_for_coverage(only: Path, 
     env = os.environ | wrapper.wrap_compilers(Wrapper.CCACHE, X86, build, tree).env
     # Kbuild's O= compile names the tree by its absolute path, in the file and inside options.
     subprocess.run(["gcc", f"-fmacro-prefix-map={tree}/=", f"-I{tree}/include", "-c", f"{tree}/lib/x.c"], env=env)
-    link = build / wrapper.TREE_LINK
+    link = build / wrapper_scripts.TREE_LINK
     assert f" -fmacro-prefix-map={link}/= -I{link}/include -c {link}/lib/x.c |" in log.read_text()
     # A coverage compile's .gcno records its names for gcov: they stay the tree's, and base_dir is off for it.
     log.unlink()
