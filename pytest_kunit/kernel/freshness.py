@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..kbuild.read_dirs import ReadScope
+from .changed_since import changed_since
 from .out_of_tree import OVERLAY, OVERLAY_LISTS
-from .tree import PreparedTree, changed_since
+from .tree import PreparedTree
 
 RECENT = 1000  # changes in the second before a build started that it records (more: the next run builds again)
 LAG_NS = 1_000_000_000  # how far file times may lag this clock: a build vouches for changes after its start less this

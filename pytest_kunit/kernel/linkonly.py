@@ -25,8 +25,8 @@ from ..errors import BuildError
 from ..kbuild.modulefiles import module_paths
 from ..kbuild.records import cmd_path, readers_of, thin_members
 from ..versions import rewritten_by_make
+from .changed_since import changed_since
 from .makerun import Make, ProgressCallback
-from .tree import changed_since
 from .wrapper import STATS_LOG
 
 SOURCE_SUFFIXES = (".c", ".S")

@@ -7,8 +7,7 @@ import os
 import re
 import shutil
 import tarfile
-import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,16 +15,12 @@ from ..errors import TreeError
 from ..host.cachelayout import SOURCES, CacheLayout
 from ..host.locking import cache_lock
 from ..host.processes import ToolTimeout, run_bounded
-from ..kbuild.read_dirs import ReadScope
 from ..versions import PACKAGED_SOURCE, TreeFeatures, detect_features
 
 READY_MARK = ".pytest-kunit-ready"
-# What git, tar and rsync get on a kernel tree before they are deemed stuck (on a full or hung disk, a tarball
-# that never ends): far above what they take (seconds to a few minutes).
+# What git, tar, rsync and find (changed_since.py) get on a kernel tree before they are deemed stuck (on a full or
+# hung disk, a tarball that never ends): far above what they take (seconds to a few minutes).
 TOOL_TIMEOUT = 3600
-# What no build reads, left out of the walk: git's store, and pytest's cache, which a run from inside the tree writes
-# at its end (every run: that would leave a tree that never stays unchanged).
-UNREAD = (".git", ".pytest_cache")
 
 
 @dataclass(frozen=True)
@@ -208,79 +203,6 @@ def mirror(source: Path, destination: Path, *excludes: str) -> None:
             "check that rsync is installed (apt-get install rsync) and the disk has room.",
             detail=result.stderr.strip(),
         )
-
-
-def changed_since(tree: Path, since_ns: int, scope: ReadScope | None = None) -> dict[str, int] | None:
-    """The entries of the tree (outside UNREAD) changed after `since_ns`, with their mtimes (ns); None if unreadable.
-    Kbuild judges by the same mtimes; a directory's mtime moves when an entry is added, removed or renamed. find(1)
-    walks a kernel tree (80,000 entries) in half the time Python does. `scope`: only what a build read (its listed
-    directories' own entries, and the paths it names alone); None: the whole tree."""
-    listed = None if scope is None else scope.listed
-    paths = _find_newer(tree, since_ns, listed)
-    if paths is None:
-        paths = _walk_newer(tree, since_ns, listed)
-    if paths is None:
-        return None
-    for path in (str(tree / relative) for relative in scope.alone) if scope is not None else ():
-        try:
-            if os.lstat(path).st_mtime_ns > since_ns:
-                paths.append(path)
-        except OSError:
-            return None
-    entries: dict[str, int] = {}
-    for path in paths:
-        try:
-            entries[path] = os.lstat(path).st_mtime_ns
-        except OSError:
-            return None
-    return entries
-
-
-def _find_newer(tree: Path, since_ns: int, scope: Sequence[str] | None) -> list[str] | None:
-    find = shutil.which("find")
-    if find is None:
-        return None
-    with tempfile.NamedTemporaryFile(prefix="pytest-kunit-since-") as reference:
-        os.utime(reference.name, ns=(since_ns, since_ns))
-        unread = [word for name in UNREAD for word in ("-o", "-name", name)][1:]
-        starts = [str(tree)] if scope is None else [str(tree / directory) for directory in scope]
-        depth = [] if scope is None else ["-maxdepth", "1"]
-        command = [find, *starts, *depth, "(", *unread, ")", "-prune", "-o", "-newer", reference.name, "-print0"]
-        try:
-            result = run_bounded(command, TOOL_TIMEOUT, f"Walking {tree}")
-        except ToolTimeout:
-            return None
-    if result.returncode != 0:
-        return None
-    return [os.fsdecode(path) for path in result.stdout.split(b"\0") if path]
-
-
-def _walk_newer(tree: Path, since_ns: int, scope: Sequence[str] | None) -> list[str] | None:
-    """_find_newer in Python: where find(1) is missing or failed."""
-    paths: list[str] = []
-    stack = [str(tree)] if scope is None else [str(tree / directory) for directory in scope]
-    while stack:
-        directory = stack.pop()
-        try:
-            if os.lstat(directory).st_mtime_ns > since_ns:
-                paths.append(directory)
-            entries = list(os.scandir(directory))
-        except OSError:
-            return None
-        for entry in entries:
-            if entry.name in UNREAD:
-                continue
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if scope is None:
-                        stack.append(entry.path)
-                    elif entry.stat(follow_symlinks=False).st_mtime_ns > since_ns:
-                        paths.append(entry.path)
-                elif entry.stat(follow_symlinks=False).st_mtime_ns > since_ns:
-                    paths.append(entry.path)
-            except OSError:
-                return None
-    return paths
 
 
 def is_kernel_tree(directory: Path) -> bool:

@@ -1,5 +1,5 @@
 """What of a tree a build read, from its records (kbuild/read_dirs.py), and the look at only that
-(tree.changed_since with a scope): a synthetic tree and build directory laid out as Kbuild leaves them."""
+(changed_since with a scope): a synthetic tree and build directory laid out as Kbuild leaves them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.kbuild.read_dirs import ReadScope, read_scope
-from pytest_kunit.kernel.tree import changed_since
+from pytest_kunit.kernel.changed_since import changed_since
 
 KCONFIG = "deps_config := \\\n\tlib/kunit/Kconfig \\\n\tKconfig \\\n\tarch/arm/Kconfig \\\n\n"
 
