@@ -55,6 +55,25 @@ def _unchanged(kernel: Kernel, words: list[str]) -> None:
 
 
 @dataclass(frozen=True)
+class _EndedBoot:
+    """One boot as the runner judges what it left: the kernel booted, what the guest did, where its console was kept,
+    the cases it ran and which of them were wanted, every outcome known for the kernel, and how guests stopped before
+    (None: before KUnit), which the judging adds to."""
+
+    kernel: Kernel
+    record: BootRecord
+    console: Path
+    executed: list[CaseId]
+    wanted: set[CaseId]
+    known: dict[CaseId, Outcome]
+    stops: dict[CaseId | None, list[Stop]]
+
+    def unrun(self) -> list[CaseId]:
+        """The wanted cases of this boot that have no outcome yet."""
+        return [case for case in self.executed if case in self.wanted and case not in self.known]
+
+
+@dataclass(frozen=True)
 class BootEdits:
     """What conftest.py files and plugins change in each boot (the pytest_kunit_* hooks, bound by the session): each
     takes the kernel being booted and edits a list of words in place."""
@@ -264,9 +283,9 @@ class Runner:
         self.suite_seconds.setdefault(kernel.key, {}).update(record.suite_seconds)
         console = self._keep(kernel, record)
         known = self.outcomes.setdefault(kernel.key, {})
+        ended = _EndedBoot(kernel, record, console, executed, wanted, known, stops)
         if not record.ktap_started:
-            unrun = [case for case in executed if case in wanted and case not in known]
-            self._never_started(kernel, record, console, wanted, unrun, stops)
+            self._never_started(ended)
             return False
 
         results = [event for event in events if isinstance(event, ktap.CaseResult)]
@@ -303,8 +322,7 @@ class Runner:
         log = list(unfinished[0].log) if unfinished else ktap.since_last_result(record.console)
         stop = _stop(record, console, results, log, silent_with_cases_left=in_flight != executed[-1])
         if in_flight in wanted:
-            unrun = [case for case in executed if case in wanted and case not in known]
-            self._judge_in_flight(kernel, record, console, stop, in_flight, log, unrun, stops)
+            self._judge_in_flight(ended, stop, in_flight, log)
         return True  # what did not run (the case in flight, unless it was judged) is booted again
 
     def _keep(self, kernel: Kernel, record: BootRecord) -> Path:
@@ -316,74 +334,49 @@ class Runner:
             self.coverage_boots.append(str(destination))
         return console
 
-    def _never_started(
-        self,
-        kernel: Kernel,
-        record: BootRecord,
-        console: Path,
-        wanted: set[CaseId],
-        unrun: list[CaseId],
-        stops: dict[CaseId | None, list[Stop]],
-    ) -> None:
+    def _never_started(self, ended: _EndedBoot) -> None:
         """A boot that never reached KUnit: killed from outside (a rerun), or a kernel that cannot run any case."""
-        known = self.outcomes[kernel.key]
+        record, console = ended.record, ended.console
         if record.outside_signal is not None:
             # Killed from outside before KUnit began: not the kernel's fault either.
             stop = Stop(Cause.KILLED, str(console), signal=record.outside_signal, program=record.program)
-            self._stopped(known, stop, None, unrun, stops)
+            self._stopped(ended, stop, None)
             return
         # Nothing ran: every case of this boot carries the same explanation, and no further boot is tried.
         why = f"{boot_failure(record).render()}\nWhole console: {console}"
-        self.unbootable[kernel.key] = (console, why)
-        for case in wanted:
-            known.setdefault(case, Outcome.no_result(case, console, why))
+        self.unbootable[ended.kernel.key] = (console, why)
+        for case in ended.wanted:
+            ended.known.setdefault(case, Outcome.no_result(case, console, why))
 
-    def _judge_in_flight(
-        self,
-        kernel: Kernel,
-        record: BootRecord,
-        console: Path,
-        stop: Stop,
-        in_flight: CaseId,
-        log: list[str],
-        unrun: list[CaseId],
-        stops: dict[CaseId | None, list[Stop]],
-    ) -> None:
+    def _judge_in_flight(self, ended: _EndedBoot, stop: Stop, in_flight: CaseId, log: list[str]) -> None:
         """The case running when the guest stopped: a verdict, a rerun, or (given up) an error for what is left."""
-        known = self.outcomes[kernel.key]
-        decision = self._stopped(known, stop, in_flight, unrun, stops)
+        decision = self._stopped(ended, stop, in_flight)
         if decision.status is None:
             return
+        record = ended.record
         diagnostics = tuple(log) or tuple(record.console[-25:])
         result = ktap.CaseResult(in_flight[0], in_flight[1], decision.status, "", diagnostics)
-        known[in_flight] = Outcome(
+        ended.known[in_flight] = Outcome(
             result,
-            console,
-            self.decode(kernel, stop.evidence),
+            ended.console,
+            self.decode(ended.kernel, stop.evidence),
             error=record.killed_for,
-            earlier=_described(stops.get(in_flight, [])),
+            earlier=_described(ended.stops.get(in_flight, [])),
             lines=_case_lines(record, in_flight),
             own_line=False,
         )
 
-    def _stopped(
-        self,
-        known: dict[CaseId, Outcome],
-        stop: Stop,
-        in_flight: CaseId | None,
-        unrun: list[CaseId],
-        stops: dict[CaseId | None, list[Stop]],
-    ) -> Decision:
+    def _stopped(self, ended: _EndedBoot, stop: Stop, in_flight: CaseId | None) -> Decision:
         """Decide about the case in flight; a rerun is noted, giving up is an error for every case left unrun."""
-        earlier = stops.get(in_flight, [])
+        earlier = ended.stops.get(in_flight, [])
         decision = recovery.decide(stop, earlier)
         if decision.action is Action.RERUN:
-            stops.setdefault(in_flight, []).append(stop)
+            ended.stops.setdefault(in_flight, []).append(stop)
             self.stats.reruns += 1
         elif decision.action is Action.GIVE_UP:
             error = outside_kill_error([*earlier, stop]).render()
-            for case in unrun:
-                known[case] = Outcome.no_result(case, Path(stop.console), error)
+            for case in ended.unrun():
+                ended.known[case] = Outcome.no_result(case, Path(stop.console), error)
         return decision
 
     def _save_console(self, kernel: Kernel, record: BootRecord) -> Path:
