@@ -27,15 +27,15 @@ MIN_PENDING = 2
 
 class _Worker:
     """A worker as the other tests' scheduler sees it: its indices are into the collection of those tests alone, and
-    its shutdown waits until no kunit work is left to hand out (the worker could take none after it)."""
+    its shutdown waits until no kunit work is left to hand out (the worker could take none after it). It has what
+    xdist's schedulers use of a worker, and nothing else: its gateway (whose id and spec name it), whether it is
+    shutting down, the three requests that send it tests or steal them back, and its shutdown."""
 
     def __init__(self, node: Any, scheduler: KunitScheduling) -> None:
         self.node = node
         self.scheduler = scheduler
         self.asked_down = False
 
-    # What xdist's schedulers use of a worker (WorkerController), passed on or made the view's own: its gateway
-    # (its id and spec name it in messages), whether it shuts down, and the four requests they send it.
     @property
     def gateway(self) -> Any:
         return self.node.gateway
