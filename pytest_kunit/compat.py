@@ -1,6 +1,7 @@
 """What pytest-kunit borrows from pytest's and xdist's internals, where neither offers a public way: each a function
 of its own saying which versions need it and why. tests/unit/test_compat.py runs each on the installed versions
-(.ci/run on the floors too), and tests/unit/test_layers.py keeps every such name in this module."""
+(.ci/run on the floors too), and fails if any other module imports from _pytest or xdist or names a borrowed
+attribute."""
 
 from __future__ import annotations
 
