@@ -14,7 +14,7 @@ SANITIZER_NAMES = "kasan, ubsan, lockdep, atomic-sleep, debugobjects, kcsan, kme
 
 @dataclass(frozen=True)
 class Type:
-    """What an option's value must be. The resolver (face/settings.py) has one reader for each name; `expected`
+    """What an option's value must be. The resolver has one reader for each name (face/readers.py); `expected`
     ends a bad value's refusal: "--kunit-jobs: '0' is not a positive whole number"."""
 
     name: str

@@ -5,10 +5,6 @@ one word there is for a kunitconfig file named on the command line, which pytest
 
 from __future__ import annotations
 
-import importlib
-import sys
-import types
-
 import pytest
 
 from . import options
@@ -54,7 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from .arch import ARCHES, Arch
     from .arch.userfile import ArchFileError, load
-    from .face import settings
+    from .face import hooks, settings
 
     arches = dict(ARCHES)
     user_file = settings.arch_config_path(config)
@@ -72,18 +68,6 @@ def pytest_configure(config: pytest.Config) -> None:
                 "add a pytest_kunit.arch.Arch under its own name."
             )
     resolved = settings.resolve(config, arches)
-    # Through sys.modules, not the package's attribute: a pytest run in-process after another (pytester) has
-    # had its modules removed, and must not mix the earlier run's modules with fresh ones. For the same reason
-    # each package still loaded forgets those removed modules, which `from ..console import ktap` would otherwise
-    # still find.
-    prefix = f"{__package__}."
-    for package_name, package in list(sys.modules.items()):
-        if package_name != __package__ and not (package_name.startswith(prefix) and hasattr(package, "__path__")):
-            continue
-        for name, value in list(vars(package).items()):
-            if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is not value:
-                delattr(package, name)
-    hooks = importlib.import_module(f"{__package__}.face.hooks")
     hooks.start(config, resolved, {name: arches[name] for name in resolved.arches})
     config.pluginmanager.register(hooks, "kunit-session")
 

@@ -1,7 +1,10 @@
 """Architecture records from TOML or JSON files: pytest-kunit's own (arch/records/, one file each) and a user's
 (--kunit-arch-config), read alike: a table per architecture, named by its key, holding `kconfig` and the tables
 `make` (with an optional `compiler_check`) and `qemu` (or `uml`), whose keys are the fields of MakeSettings,
-CompilerCheck, QemuSettings and UmlSettings. Every mistake is named by its place: `[NAME].make.target`."""
+CompilerCheck, QemuSettings and UmlSettings. Every mistake is named by its place: `[NAME].make.target`.
+
+A `qemu` table holds what is its machine's own; the loader adds what every guest has unless the table says otherwise
+(QEMU_DEFAULTS): the console on stdio, `memory` MiB of memory, and the instruction count under TCG."""
 
 from __future__ import annotations
 
@@ -12,6 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from .shape import Arch, CompilerCheck, MakeSettings, QemuSettings, UmlSettings
+
+# What every QEMU guest gets unless its table says otherwise: `-serial stdio` last in `args` (the console pytest-kunit
+# reads; a machine whose console is not its first serial port says `-serial null` before), unless `args` already hold
+# it; `-m MEMORY` before it, unless `args` hold a `-m` (`memory = 0`: none, for a machine of fixed memory); and under
+# TCG (KVM refuses it), every guest clock on the instruction count, kept near real time (shift=auto) and jumping over
+# idle time (sleep=off): no tick is lost when the host starves QEMU, so calibration and jiffies (which kunit.timeout
+# counts) do not depend on the host's load (`tcg_args = []` where QEMU cannot).
+CONSOLE = ("-serial", "stdio")
+MEMORY = 1024  # MiB
+TCG_ARGS = ("-icount", "shift=auto,sleep=off")
+QEMU_DEFAULTS = f"console {' '.join(CONSOLE)}, memory = {MEMORY}, tcg_args = {list(TCG_ARGS)}"
 
 EXAMPLE = """[x86_64-big]
 kconfig = ["CONFIG_SERIAL_8250=y", "CONFIG_SERIAL_8250_CONSOLE=y", "CONFIG_HYPERVISOR_GUEST=y", "CONFIG_PVH=y"]
@@ -24,7 +38,7 @@ elf = true
 [x86_64-big.qemu]
 binary = "qemu-system-x86_64"
 package = "qemu-system-x86"
-args = ["-m", "2048", "-serial", "stdio"]
+memory = 2048
 kernel_args = ["console=ttyS0"]"""
 
 _KINDS = {"str": (str, "a string"), "bool": (bool, "true or false"), "int": (int, "a whole number")}
@@ -66,6 +80,28 @@ def _record(place: str, shape: type[Any], table: Any) -> Any:
     return shape(**values)
 
 
+def _with_qemu_defaults(place: str, table: Any) -> Any:
+    """A qemu table as QemuSettings takes it: the loader's defaults (QEMU_DEFAULTS) filled in, `memory` made `-m`."""
+    if not isinstance(table, dict):
+        return table  # _record names the mistake
+    table = dict(table)
+    args = list(_value(f"{place}.args", "tuple[str, ...]", table.get("args", [])))
+    memory_said = "memory" in table
+    memory = _value(f"{place}.memory", "int", table.pop("memory", MEMORY))
+    if memory < 0:
+        raise ArchFileError(f"{place}.memory: expected MiB of guest memory (0: QEMU's own), got {memory}")
+    if "-m" in args:
+        if memory_said:
+            raise ArchFileError(f"{place}.memory: the args name -m already: give the guest's memory once")
+    elif memory:
+        args += ["-m", str(memory)]
+    if not any(tuple(args[index : index + 2]) == CONSOLE for index in range(len(args))):
+        args += CONSOLE
+    table["args"] = args
+    table.setdefault("tcg_args", list(TCG_ARGS))
+    return table
+
+
 def _arch(name: str, table: Any) -> Arch:
     place = f"[{name}]"
     if not isinstance(table, dict):
@@ -81,7 +117,9 @@ def _arch(name: str, table: Any) -> Arch:
         name=name,
         make=_record(f"{place}.make", MakeSettings, table["make"]),
         kconfig=_value(f"{place}.kconfig", "tuple[str, ...]", table.get("kconfig", [])),
-        qemu=_record(f"{place}.qemu", QemuSettings, table["qemu"]) if "qemu" in table else None,
+        qemu=_record(f"{place}.qemu", QemuSettings, _with_qemu_defaults(f"{place}.qemu", table["qemu"]))
+        if "qemu" in table
+        else None,
         uml=_record(f"{place}.uml", UmlSettings, table["uml"]) if "uml" in table else None,
     )
 

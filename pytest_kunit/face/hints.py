@@ -13,6 +13,7 @@ import pytest
 
 from ..errors import KunitWarning
 from ..fragments.files import IN_TREE_NAME, fragments_in_run
+from ..fragments.pipeline import STATE
 from ..options import OPTIONS
 from ..scaleout.workers import is_worker
 from .nodes import KunitCase
@@ -128,8 +129,9 @@ class Hints:
         self.collected = any(isinstance(item, KunitCase) for item in session.items)
 
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
-        """Each directory named (or collected by default) that holds no fragment, when no case was collected."""
-        if self.collected or is_worker(config):
+        """Each directory named (or collected by default) that holds no fragment, when no case was collected; none
+        for a replay, which collects its console in place of the default directories."""
+        if self.collected or is_worker(config) or config.stash[STATE].replayed is not None:
             return
         base = config.invocation_params.dir.resolve()
         named = [(base / arg.split("::")[0]).resolve() for arg in config.args]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-import sys
 from collections.abc import Generator
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 
 from ..arch import Arch
+from ..compat import add_junit_suite_property, read_stdin_past_capture
 from ..errors import KunitError, KunitWarning
 from ..findings.coverage_report import gcovr_command, keep_counters, make_report
 from ..fragments.files import collects
@@ -36,7 +36,7 @@ from .hints import Hints, check_command_line
 from .kcidb import REPORT_KEY, KcidbWriter, case_run
 from .kunitpy_json import KunitJsonWriter, attach
 from .nodes import ARCH_PROPERTY, CASE_PROPERTY, MARKERS, KunitCase, KunitconfigFile, fragment_nodeid
-from .report import JUNIT_NAMES_KEY, JunitNames, junit_names, junit_properties, junit_writer, split_verdicts
+from .report import JUNIT_NAMES_KEY, JunitNames, junit_names, junit_properties, split_verdicts
 from .switch import given
 from .tree_root import KernelTreeGround
 
@@ -145,10 +145,6 @@ def _start_replay(config: pytest.Config, state: SessionState) -> None:
         state.replay(read_replay(config, state.settings))
     except KunitError as error:
         raise pytest.UsageError(error.render()) from None
-    replayed = state.replayed
-    assert replayed is not None
-    if config.args_source is not pytest.Config.ArgsSource.ARGS:
-        config.args = [str(replayed.console)]
 
 
 def read_replay(config: pytest.Config, settings: Settings) -> Replayed:
@@ -157,7 +153,7 @@ def read_replay(config: pytest.Config, settings: Settings) -> Replayed:
     path = settings.replay
     assert path is not None
     if path == STDIN:
-        data, shown = _stdin(config), "from stdin"
+        data, shown = read_stdin_past_capture(config), "from stdin"
         path = CacheLayout(settings.cache_dir).replay(hashlib.sha256(data).hexdigest()[:16])
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
@@ -169,20 +165,6 @@ def read_replay(config: pytest.Config, settings: Settings) -> Replayed:
             "replay the text file a serial console was saved to (decompress it first).",
         )
     return read_console(path, data.decode(errors="replace"), shown)
-
-
-def _stdin(config: pytest.Config) -> bytes:
-    """All of stdin, which pytest's capture holds (as /dev/null) while it configures."""
-    capture = config.pluginmanager.getplugin("capturemanager")
-    if capture is None or not capture.is_globally_capturing():
-        return sys.stdin.buffer.read()
-    capture.suspend_global_capture(in_=True)
-    try:
-        return sys.stdin.buffer.read()
-    finally:
-        # Back to the state pytest configures in: stdin captured, stdout and stderr not (the terminal's).
-        capture.resume_global_capture()
-        capture.suspend_global_capture(in_=False)
 
 
 def coverage_summary(state: SessionState) -> list[str]:
@@ -213,6 +195,15 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         ("QEMU arguments added", settings.qemu_args),
     ]
     return header + "".join(f"; {what} {shlex.join(words)}" for what, words in knobs if words)
+
+
+def pytest_collection(session: pytest.Session) -> bool | None:
+    """--kunit-replay with no path named: the saved console is collected, in place of the default paths."""
+    replayed = session.config.stash[STATE].replayed
+    if replayed is None or session.config.args_source is pytest.Config.ArgsSource.ARGS:
+        return None
+    session.perform_collect([str(replayed.console)])
+    return True
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -282,12 +273,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         removed = prune(state.settings.cache_dir, bounds)
         if removed:
             state.pruned = f"kunit cache: {summary(removed)}; see --kunit-cache-max-age, --kunit-cache-keep-consoles"
-    xml = junit_writer(session.config)
-    if xml is not None:
-        for name, value in junit_properties(state.stats):
-            xml.add_global_property(name, value)
-        for kernel, text in state.run_failures.items():
-            xml.add_global_property("kunit_run_failure", f"{kernel}: {text}")
+    for name, value in junit_properties(state.stats):
+        add_junit_suite_property(session.config, name, value)
+    for kernel, text in state.run_failures.items():
+        add_junit_suite_property(session.config, "kunit_run_failure", f"{kernel}: {text}")
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..compat import TerminalRepr, point_crash_line
 from ..console.ktap import Status
 from ..errors import KunitError, KunitWarning, warning_as_error
 from ..fragments.pipeline import STATE, SessionState
@@ -18,8 +19,6 @@ from .named_ids import unknown_name_error
 from .report import earlier_text, params_text, render_failure
 
 if TYPE_CHECKING:
-    from _pytest._code.code import TerminalRepr  # a type only: pytest names it in Item.repr_failure's signature
-
     from ..arch import Arch
     from ..findings.outcomes import Outcome
 
@@ -246,11 +245,10 @@ class KunitCase(pytest.Item):
     def _headline(self, representation: object, text: str) -> None:
         """A failure's crash line is its paragraph's first line at the case's location (pytest would take the whole
         multi-line text at the line of this module that raised it)."""
-        crash = getattr(representation, "reprcrash", None)
-        if crash is None or not text.strip():
+        if not text.strip():
             return
         path, line, _ = self.reportinfo()
-        crash.path, crash.lineno, crash.message = str(path), (line or 0) + 1, text.strip().splitlines()[0]
+        point_crash_line(representation, str(path), (line or 0) + 1, text.strip().splitlines()[0])
 
     def _time_report(self, report: pytest.TestReport) -> None:
         """Give the report the case's own run time, as the console tells it (what JUnit and --durations show); the

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..compat import add_junit_testcase_attributes
 from ..console import oops
 from ..console.ktap import CaseResult, Status
 from ..console.transcript import visible
@@ -107,27 +108,8 @@ class JunitNames:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         names = getattr(report, JUNIT_NAMES_KEY, None)
-        xml = junit_writer(self.config)
-        if isinstance(names, dict) and xml is not None:
-            reporter = xml.node_reporter(report)
-            for key, value in names.items():
-                reporter.add_attribute(key, value)
-
-
-def junit_writer(config: pytest.Config) -> Any | None:
-    """The --junitxml report this process writes, to add <testsuite> properties to; None without one (an xdist worker
-    never writes it). pytest offers no public handle on it: its stash key where this pytest keeps it there, else the
-    plugin object junitxml registers, which is the same object."""
-    try:
-        from _pytest.junitxml import xml_key
-    except ImportError:
-        return registered_junit_writer(config)
-    return config.stash.get(xml_key, None)
-
-
-def registered_junit_writer(config: pytest.Config) -> Any | None:
-    plugins = config.pluginmanager.get_plugins()
-    return next((plugin for plugin in plugins if callable(getattr(plugin, "add_global_property", None))), None)
+        if isinstance(names, dict):
+            add_junit_testcase_attributes(self.config, report, names)
 
 
 def split_verdicts(reports: Iterable[Any], arch_key: str, case_key: str) -> list[str]:

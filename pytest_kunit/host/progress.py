@@ -3,12 +3,13 @@ worker, whose own terminal nobody sees, the same lines sent to the controller's 
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
+
+from ..compat import uncaptured
 
 LOG_EVERY = 15.0  # seconds between two progress lines in a log (CI): enough to see it move, not to fill it
 # On an xdist worker: what carries a progress line to the controller's terminal.
@@ -27,22 +28,8 @@ class Progress:
     def __init__(self, config: pytest.Config) -> None:
         self.reporter = config.pluginmanager.get_plugin("terminalreporter")
         self._forward = config.stash.get(FORWARD, None)
-        self._capture = config.pluginmanager.get_plugin("capturemanager")
+        self._config = config
         self._last = 0.0
-
-    @contextlib.contextmanager
-    def _uncaptured(self) -> Iterator[None]:
-        """Builds happen while pytest collects, when it captures what is written: progress must reach the user.
-
-        pytest has no public way past its capture outside a test (capsys.disabled() is a test's fixture): its capture
-        manager's own context (what pytest's live logging uses) where that exists; on a pytest without it the
-        progress goes to the captured output, and the run goes on."""
-        disabled = getattr(self._capture, "global_and_fixture_disabled", None)
-        if disabled is None:
-            yield
-            return
-        with disabled():
-            yield
 
     def __call__(self, message: str) -> None:
         """Work advancing: a terminal sees each message (ten a second at most), a log or the xdist controller one line
@@ -82,7 +69,7 @@ class Progress:
             return
         if self.reporter is None:
             return
-        with self._uncaptured():
+        with uncaptured(self._config):
             if _isatty(self.reporter):
                 self.reporter.rewrite("", erase=True)
             self.reporter.write_line(f"kunit: {message}", flush=True)
@@ -90,12 +77,12 @@ class Progress:
     def _rewrite(self, message: str) -> None:
         assert self.reporter is not None
         width = shutil.get_terminal_size().columns
-        with self._uncaptured():
+        with uncaptured(self._config):
             self.reporter.rewrite(f"kunit: {message}"[: width - 1], erase=True, flush=True)
 
     def _line(self, message: str) -> None:
         assert self.reporter is not None
-        with self._uncaptured():
+        with uncaptured(self._config):
             self.reporter.write_line(f"kunit: {message}", flush=True)
 
 

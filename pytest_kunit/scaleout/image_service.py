@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import execnet
 
+from ..compat import open_worker_channel
 from ..console.transcript import strip_controls
 from ..errors import KunitError
 from ..fragments.files import FragmentTable, fragment_name
@@ -103,7 +104,7 @@ class ImageService:
 
     def open_for(self, node: Any) -> Any:
         """A channel to this service on the worker's gateway, for its workerinput."""
-        channel = node.gateway.newchannel()
+        channel = open_worker_channel(node)
         worker = str(node.gateway.id)
         channel.setcallback(lambda message: self.receive(channel, message, worker))
         if self._thread is None:

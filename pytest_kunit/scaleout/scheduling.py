@@ -3,12 +3,12 @@ scheduled by the scheduler xdist (or another plugin) makes for the chosen `--dis
 
 from __future__ import annotations
 
+import difflib
 from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pytest
-from xdist.report import report_collection_diff
 
 from ..fragments.files import find_fragments
 from ..fragments.pipeline import STATE
@@ -27,15 +27,18 @@ MIN_PENDING = 2
 
 class _Worker:
     """A worker as the other tests' scheduler sees it: its indices are into the collection of those tests alone, and
-    its shutdown waits until no kunit work is left to hand out (the worker could take none after it)."""
+    its shutdown waits until no kunit work is left to hand out (the worker could take none after it). It has what
+    xdist's schedulers use of a worker, and nothing else: its gateway (whose id and spec name it), whether it is
+    shutting down, the three requests that send it tests or steal them back, and its shutdown."""
 
     def __init__(self, node: Any, scheduler: KunitScheduling) -> None:
         self.node = node
         self.scheduler = scheduler
         self.asked_down = False
 
-    def __getattr__(self, name: str) -> Any:  # gateway, workerinput, ...: the worker's own
-        return getattr(self.node, name)
+    @property
+    def gateway(self) -> Any:
+        return self.node.gateway
 
     def __repr__(self) -> str:
         return f"<kunit view of {self.node!r}>"
@@ -120,7 +123,7 @@ class KunitScheduling:
             self.inner_index = {index: position for position, index in enumerate(self.ordinary)}
         elif list(collection) != self.collection and self.planned:
             # A replacement worker that collected something else: given no test, as xdist's own schedulers do.
-            self.log(report_collection_diff(self.collection, collection, self._first_id(), node.gateway.id))
+            self.log(collection_difference(self.collection, collection, self._first_id(), node.gateway.id))
             return
         self.collections[node] = list(collection)
         others = [nodeid for nodeid in collection if case_from_nodeid(nodeid, self.matrix) is None]
@@ -223,7 +226,7 @@ class KunitScheduling:
         tests): a difference is a collection error, as with xdist's own schedulers."""
         same = True
         for node, collection in self.collections.items():
-            difference = report_collection_diff(self.collection, collection, self._first_id(), node.gateway.id)
+            difference = collection_difference(self.collection, collection, self._first_id(), node.gateway.id)
             if difference:
                 same = False
                 self.log(difference)
@@ -286,3 +289,11 @@ class KunitXdist:
             known = state.kernels.get(kernel.key)
             if known is None or known.seconds is None:  # the worker that built it knows how long it took
                 state.kernels[kernel.key] = kernel
+
+
+def collection_difference(first: Sequence[str], other: Sequence[str], first_id: str, other_id: str) -> str | None:
+    """Why two workers' collections differ, as a unified diff of their node ids; None where they do not."""
+    if list(first) == list(other):
+        return None
+    diff = difflib.unified_diff(list(first), list(other), fromfile=first_id, tofile=other_id, lineterm="")
+    return f"Different tests were collected between {first_id} and {other_id}. The difference is:\n" + "\n".join(diff)

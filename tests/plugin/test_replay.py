@@ -173,3 +173,11 @@ def test_replay_reads_one_architecture(pytester: pytest.Pytester) -> None:
     result = replay(pytester, "kunit-6.1.192-filter-simple.log", "--kunit-arch=x86_64,arm64")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--kunit-replay reads one boot's console, of one architecture*"])
+
+
+def test_a_replay_selecting_nothing_gives_no_hint_about_the_default_paths(pytester: pytest.Pytester) -> None:
+    """The console is what a replay collects, not the directory pytest would collect without one: a -k matching no case
+    there says nothing about that directory's fragments."""
+    result = replay(pytester, "kunit-6.1.192-all.log", "-k", "no_such_case")
+    result.assert_outcomes()
+    assert "no kunitconfig fragment in" not in result.stdout.str()

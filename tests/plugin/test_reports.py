@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit.face.report import junit_writer, registered_junit_writer
-
 from .conftest import FakeKernel
 
 
@@ -159,11 +157,3 @@ def test_a_failures_message_is_its_headline_and_its_body_the_whole_paragraph(
 def test_a_failure_line_with_tb_line_points_at_the_case(project: pytest.Pytester, fake_kernel: FakeKernel) -> None:
     result = project.runpytest(*fake_kernel.options("--tb=line", "-k", "example_failing_test"))
     result.stdout.fnmatch_lines([f"*lib/kunit/kunit-example-test.c:9: {HEADLINE}"])
-
-
-@pytest.mark.parametrize("junit", [True, False])
-def test_the_junit_report_is_found_without_pytests_private_key_too(pytester: pytest.Pytester, junit: bool) -> None:
-    """The run's figures reach JUnit through pytest's stash key where it has one, else the plugin it registers."""
-    config = pytester.parseconfigure("-p", "no:cacheprovider", *(["--junitxml=junit.xml"] if junit else []))
-    assert junit_writer(config) is registered_junit_writer(config)
-    assert (registered_junit_writer(config) is not None) is junit

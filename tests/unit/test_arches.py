@@ -108,3 +108,67 @@ def test_a_compiler_check_is_a_table_of_its_own_in_a_record_file(tmp_path: Path)
     checked.write_text(x86_64 + '\n[x86_64.make.compiler_check]\nsource = "int x;"\nexpect = "x"\nfaults = "f"\n')
     with pytest.raises(ArchFileError, match=r"\[x86_64\]\.make\.compiler_check\.faults: no such field"):
         load(checked)
+
+
+WRITTEN_OUT = Path(__file__).resolve().parents[1] / "data" / "arch_records_written_out.json"
+
+
+def test_each_record_loads_as_it_did_with_every_value_written_out() -> None:
+    """The loader's defaults change no record: each loads to the Arch it was when every value was written out (a
+    user's file from then, in JSON); a record changed since must be changed there too."""
+    assert load(WRITTEN_OUT) == ARCHES
+
+
+QEMU_RECORD = """[guest]
+[guest.make]
+arch = "x86_64"
+source_arch = "x86"
+target = "vmlinux"
+image = "vmlinux"
+[guest.qemu]
+binary = "qemu-system-x86_64"
+package = "qemu-system-x86"
+kernel_args = ["console=ttyS0"]
+"""
+
+
+SH4_LIKE = ("-serial", "null", "-serial", "stdio")  # its console named already, its first port not it
+
+
+@pytest.mark.parametrize(
+    ("lines", "args", "tcg_args"),
+    [
+        ("", ("-m", "1024", "-serial", "stdio"), ("-icount", "shift=auto,sleep=off")),
+        ("memory = 2048\ntcg_args = []", ("-m", "2048", "-serial", "stdio"), ()),
+        ('args = ["-machine", "q35"]\nmemory = 0', ("-machine", "q35", "-serial", "stdio"), None),
+        (
+            'args = ["-serial", "null", "-serial", "stdio", "-m", "64"]',
+            ("-serial", "null", "-serial", "stdio", "-m", "64"),
+            None,
+        ),
+    ],
+)
+def test_a_qemu_table_gets_the_console_memory_and_instruction_count_unless_it_says(
+    tmp_path: Path, lines: str, args: tuple[str, ...], tcg_args: tuple[str, ...] | None
+) -> None:
+    record = tmp_path / "guest.toml"
+    record.write_text(QEMU_RECORD + lines + "\n")
+    qemu = load(record)["guest"].qemu
+    assert qemu is not None
+    assert qemu.args == args
+    assert qemu.tcg_args == (tcg_args if tcg_args is not None else ("-icount", "shift=auto,sleep=off"))
+
+
+@pytest.mark.parametrize(
+    ("lines", "error"),
+    [
+        ('args = ["-m", "64"]\nmemory = 64', r"\[guest\]\.qemu\.memory: the args name -m already"),
+        ("memory = -1", r"\[guest\]\.qemu\.memory: expected MiB of guest memory"),
+        ('memory = "1G"', r"\[guest\]\.qemu\.memory: expected a whole number, got '1G'"),
+    ],
+)
+def test_a_qemu_tables_memory_said_twice_or_wrong_is_named(tmp_path: Path, lines: str, error: str) -> None:
+    record = tmp_path / "guest.toml"
+    record.write_text(QEMU_RECORD + lines + "\n")
+    with pytest.raises(ArchFileError, match=error):
+        load(record)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit.face import reference, settings
+from pytest_kunit.face import readers, reference, settings
 from pytest_kunit.guest.boot import boot_deadline
 from pytest_kunit.model import Settings
 from pytest_kunit.options import BOOT_ALLOWANCE, OPTIONS, cache_home
@@ -103,7 +103,7 @@ def test_the_settings_records_own_defaults_are_the_declared_ones() -> None:
 
 
 def test_every_declared_type_has_a_reader() -> None:
-    assert {option.type.name for option in OPTIONS} <= set(settings.READERS)
+    assert {option.type.name for option in OPTIONS} <= set(readers.READERS)
 
 
 def test_names_are_unique_and_kunit_prefixed() -> None:

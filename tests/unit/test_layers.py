@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pytest_kunit"
 
 # Lowest first: a module may import from its own stage and from any stage before it, never from one after it.
 STAGES = (
-    "ground",  # the root's model, errors, options, optiontypes, versions and bundled modules, arch/: shared by all
+    "ground",  # the root's model, errors, options, optiontypes, versions, bundled, compat modules, arch/: for all
     "host",
     "kbuild",
     "kernel",
@@ -26,7 +26,7 @@ STAGES = (
     "entry",  # the root's plugin.py and newhooks.py: what pytest loads
 )
 ROOT = {"__init__": "ground", "model": "ground", "errors": "ground", "arch": "ground", "options": "ground"}
-ROOT |= {"versions": "ground", "optiontypes": "ground", "bundled": "ground"}
+ROOT |= {"versions": "ground", "optiontypes": "ground", "bundled": "ground", "compat": "ground"}
 ROOT |= {"plugin": "entry", "newhooks": "entry"}
 
 

@@ -88,12 +88,3 @@ def test_estimate_says_what_is_left_once_it_can() -> None:
     assert estimate(250, 1000, 60.0) == "250 of ~1000 steps, 1 min 00 s so far, about 3 min 00 s left"
     assert estimate(1200, 1000, 90.0) == "1200 steps, 1 min 30 s so far"  # more than expected: no guess
     assert estimate(10, 0, 5.0) == "10 steps, 5 s so far"  # nothing to go by
-
-
-def test_a_capture_manager_without_its_private_context_only_costs_the_progress_its_way_out(
-    pytestconfig: pytest.Config,
-) -> None:
-    progress, output = progress_on(pytestconfig, tty=False)
-    progress._capture = object()  # a pytest whose capture manager lacks global_and_fixture_disabled
-    progress.phase("listing the cases")
-    assert output.getvalue() == "kunit: listing the cases\n"
