@@ -16,7 +16,7 @@ Adding an option: append an `Option` to OPTIONS, in the place its help should be
 (`repeatable=True` for one given again to add to the last; `choice(AnEnum)` as the Type of one taking an enum's
 values), then give model.Settings the field it resolves into (the name without `kunit_`, or say `field=`;
 `field=None` for an option read before the settings, like --kunit-cache-prune), a new Type (optiontypes.py) its
-reader in face/settings.py's READERS, and run `python -m pytest_kunit.face.reference > docs/options.md`.
+reader in face/readers.py's READERS, and run `python -m pytest_kunit.face.reference > docs/options.md`.
 tests/unit/test_declarations.py checks that the declarations, the Settings fields, the readers, `pytest --help` and
 docs/options.md agree.
 
