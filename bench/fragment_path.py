@@ -7,8 +7,12 @@ kunitconfig file is collected. A stop is a run of consecutive calls in one modul
 the way had already left. The figures are given to the list boot (the first QEMU start: tree, fragment, build
 request, build, initramfs, listing) and to the first boot that runs cases (plan and boot too).
 
-Usage: PYTHONPATH=. bench/fragment_path.py [--warm] [--stages] [--trace]
+With --callers, only the calls the named modules make into other modules count: the way as the modules that drive it
+(the pipeline) take it, step by step, without what each step does inside.
+
+Usage: PYTHONPATH=. bench/fragment_path.py [--warm] [--callers MODULE,...] [--stages] [--trace]
   --warm    record a second run on the first's cache (nothing to build, the case list cached: no list boot)
+  --callers only calls made by these modules (paths below pytest_kunit/, e.g. fragments/pipeline.py)
   --stages  the stages the way passes through, in order (consecutive repeats collapsed)
   --trace   every stop, one a line
 """
@@ -43,6 +47,7 @@ class Recorder:
     """Each call into the package, by module (its path below the package), until a guest that runs cases starts."""
 
     modules: list[str]
+    callers: frozenset[str] = frozenset()  # when given, only the calls these modules make into others count
     list_boot: int | None = None  # the number of calls recorded when a list boot started
     test_boot: int | None = None  # and when the first boot that runs cases started
     started: bool = False
@@ -67,7 +72,17 @@ class Recorder:
                 self.test_boot = len(self.modules)
                 sys.setprofile(None)
                 return
+        if self.callers and (module in self.callers or _module(frame.f_back) not in self.callers):
+            return
         self.modules.append(module)
+
+
+def _module(frame: FrameType | None) -> str | None:
+    """The module (its path below the package) whose code `frame` runs; None outside the package."""
+    if frame is None:
+        return None
+    path = Path(frame.f_code.co_filename)
+    return path.relative_to(PACKAGE).as_posix() if path.is_relative_to(PACKAGE) else None
 
 
 def stops(modules: list[str]) -> list[str]:
@@ -134,10 +149,11 @@ def run(work: Path, recorder: Callable[[FrameType, str, Any], None] | None) -> i
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--warm", action="store_true", help="record a second run, on the first's cache")
+    parser.add_argument("--callers", default="", help="only calls these modules make (comma-separated)")
     parser.add_argument("--stages", action="store_true", help="the stages the way passes, in order")
     parser.add_argument("--trace", action="store_true", help="every stop, one a line")
     options = parser.parse_args()
-    recorder = Recorder([])
+    recorder = Recorder([], frozenset(filter(None, options.callers.split(","))))
     with tempfile.TemporaryDirectory() as scratch:
         if options.warm:
             run(Path(scratch), None)
