@@ -87,19 +87,17 @@ class SessionState:
         runner = Runner(settings, self.stats, sink, _boot_edits(config, settings), announce, self.session)
         additions = run_additions(config, settings)
         self.trees = Trees(settings.cache_dir, ",".join(self.arches), progress)
-        requests = Requests(settings, self.trees, additions, self.session)
-        lists = CaseLists(settings.cache_dir, progress)
         self.pipeline = Pipeline(
-            settings,
-            config.rootpath,
-            additions,
-            requests,
-            lists,
-            runner,
-            self.stats,
-            progress,
-            self.kernels,
-            self.locations,
+            settings=settings,
+            rootpath=config.rootpath,
+            additions=additions,
+            requests=Requests(settings, self.trees, additions, self.session),
+            case_lists=CaseLists(settings.cache_dir, progress),
+            runner=runner,
+            stats=self.stats,
+            progress=progress,
+            kernels=self.kernels,
+            locations=self.locations,
         )
         if settings.share_kernels:
             self.pipeline.sharing = {name: Sharing(self.pipeline, config, arch) for name, arch in self.arches.items()}
