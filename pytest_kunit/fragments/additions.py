@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from ..arch import Arch
 from ..errors import ConfigError
 from ..findings import coverage
 from ..findings.sanitizers import kconfig_lines as sanitizer_kconfig
-from ..findings.sanitizers import unsupported as sanitizers_unsupported
+from ..findings.sanitizers import refuse_unsupported
 from ..kernel.assembly import Additions
 from ..kernel.kconfig import Fragment, parse_fragment
 from ..model import Settings
@@ -46,16 +47,6 @@ def run_additions(config: pytest.Config, settings: Settings) -> Additions:
             lines.extend(words)
         return parse_fragment("\n".join(lines), "pytest_kunit_kconfig hook")
 
-    def refuse(tree: Path, arch: Arch) -> None:
-        refused = sanitizers_unsupported(settings.sanitize, tree, arch.make.source_arch)
-        if refused:
-            names = ", ".join(name for name, _ in refused)
-            raise ConfigError(
-                f"--kunit-sanitize {names}: arch {arch.name} cannot have it: its Kconfig "
-                f"(arch/{arch.make.source_arch}/Kconfig) never selects {', '.join(symbol for _, symbol in refused)}.",
-                f"leave {names} out of --kunit-sanitize for arch {arch.name}.",
-            )
-
     # --kunit-sanitize's options, each line's origin naming its sanitizer (so a dropped one is named).
     options = Fragment(())
     for name, lines in sanitizer_kconfig(settings.sanitize).items():
@@ -64,4 +55,4 @@ def run_additions(config: pytest.Config, settings: Settings) -> Additions:
         options = options + parse_fragment("\n".join(coverage.KCONFIG), "--kunit-coverage")
     # --kunit-kconfig-add's lines (checked when the option was read), each named by its place among them.
     added = parse_fragment("\n".join(settings.kconfig_add), "--kunit-kconfig-add")
-    return Additions(options, added, hooked, refuse)
+    return Additions(options, added, hooked, functools.partial(refuse_unsupported, settings.sanitize))

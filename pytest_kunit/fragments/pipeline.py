@@ -1,7 +1,7 @@
 """The way of each fragment, from its tree to its cases' outcomes, in one place: choose the tree -> assemble the
-fragment -> the build request (the configuration complete) -> build (or share, reuse, or fetch from the xdist
+fragment -> the build request -> complete the configuration and build (or share, reuse, or fetch from the xdist
 controller) -> what the kernel boots with (the initramfs) -> list -> plan boots -> boot and judge. Each step is one
-call into the stage that does it; tests/unit/test_layers.py checks that the steps call into the stages in order."""
+call into the stage that does it; tests/unit/test_pipeline_order.py checks that they call into the stages in order."""
 
 from __future__ import annotations
 
@@ -95,8 +95,9 @@ class Pipeline:
         """Build `request` (said as `name` on the progress lines) for the fragment `key`, and make what it boots with:
         a shared kernel and one reused are built here too."""
         result = build_counted(name, request, self.stats, self.progress)
-        self.kernels[key] = built_record(key, request, choice, result)
+        record = built_record(key, request, choice, result)
         extras = boot_extras(self.settings, result.build_dir, request.arch, request.modules)
+        self.kernels[key] = record  # once it can boot, as the reports name it: not one whose initramfs failed
         tree = request.tree
         return Kernel(
             key,

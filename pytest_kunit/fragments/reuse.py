@@ -61,6 +61,9 @@ class Reuse:
 
     def kernel(self, path: Path, key: str, request: BuildRequest, choice: TreeChoice) -> Kernel | None:
         """A kernel built before that serves `path` (its node id `key`), holding only its own suites; None: build."""
+        found = candidates(request)
+        if not found:
+            return None  # nothing to ask: the configuration alone need not be completed
         suite = suite_dir_for(path)
         wanted = (suite.name, suite.digest()) if suite else None
         try:
@@ -68,7 +71,7 @@ class Reuse:
         except (BuildError, ConfigError):
             return None  # its own build says why
         alone = read_dotconfig(alone_text)
-        for directory, record in candidates(request):
+        for directory, record in found:
             if wanted is not None and wanted not in record.placed:
                 continue  # built without this out-of-tree suite, or from other sources of it
             try:

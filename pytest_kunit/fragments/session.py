@@ -3,6 +3,7 @@ locations, what its summary says) and its pipeline (pipeline.py), which it sets 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,8 +77,7 @@ class SessionState:
         config, settings = self.config, self.settings
         self.arches = self.arches or {self.arch.name: self.arch}
 
-        def progress() -> Progress:
-            return Progress(config)
+        progress = functools.partial(Progress, config)
 
         def announce(message: str) -> None:
             # In a log only: a terminal shows pytest's own progress while cases run.
