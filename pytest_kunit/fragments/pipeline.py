@@ -114,7 +114,7 @@ class Pipeline:
     def plan(
         self, cases: Sequence[PlannedCase], workers: int, durations: Mapping[str, Mapping[str, float]] | None
     ) -> None:
-        """Once collected: which selected cases share a boot (one batch per worker and kernel at least)."""
+        """Once collected: which of the selected cases each boot runs."""
         self.runner.set_plan(cases, plan_batches(cases, workers, self.settings.isolate, durations))
 
     def outcome(self, kernel: Kernel, suite: str, case: str, nodeid: str) -> Outcome:
