@@ -13,7 +13,7 @@ import pytest
 
 from ..errors import KunitWarning
 from ..fragments.files import IN_TREE_NAME, fragments_in_run
-from ..fragments.pipeline import STATE
+from ..fragments.session import STATE
 from ..options import OPTIONS
 from ..scaleout.workers import is_worker
 from .nodes import KunitCase

@@ -17,10 +17,10 @@ from ..compat import add_junit_suite_property, read_stdin_past_capture
 from ..errors import KunitError, KunitWarning
 from ..findings.coverage_report import gcovr_command, keep_counters, make_report
 from ..fragments.files import collects
-from ..fragments.pipeline import STATE, SessionState
+from ..fragments.session import STATE, SessionState
 from ..guest import initramfs
 from ..guest.launch import launcher
-from ..guest.planning import PlannedCase, plan_batches
+from ..guest.planning import PlannedCase
 from ..guest.replay import Replayed, ReplayError, read_console
 from ..host.cache import load_durations, save_durations
 from ..host.cachedir import trusted_cache_dir
@@ -66,7 +66,7 @@ def start(config: pytest.Config, settings: Settings, arches: dict[str, Arch]) ->
         config.stash[FORWARD] = progress_sender(handed)
     client = worker_client(handed, settings.cache_dir, state.stats)
     if client is not None:
-        state.remote = client
+        state.pipeline.remote = client
         state.runner.decode = client.decode
         state.runner.obtain = client.obtain
     if settings.kcidb is not None and not is_worker(config):
@@ -232,7 +232,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     ]
     handed = config.stash[HANDED]
     durations = handed.durations if handed else load_durations(state.settings.cache_dir, config.rootpath)
-    state.runner.set_plan(cases, plan_batches(cases, worker_count(config), state.settings.isolate, durations))
+    state.pipeline.plan(cases, worker_count(config), durations)
 
 
 @pytest.hookimpl(hookwrapper=True)

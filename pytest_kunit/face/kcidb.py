@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..console.ktap import Status
-from ..fragments.pipeline import STATE
+from ..fragments.session import STATE
 from ..host.cache import write_atomically
 from ..model import BuiltKernel
 

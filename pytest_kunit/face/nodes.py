@@ -11,7 +11,7 @@ import pytest
 from ..compat import TerminalRepr, point_crash_line
 from ..console.ktap import Status
 from ..errors import KunitError, KunitWarning, warning_as_error
-from ..fragments.pipeline import STATE, SessionState
+from ..fragments.session import STATE, SessionState
 from ..guest.planning import is_slow
 from ..kbuild.case_locations import location_of
 from ..model import Kernel, kernel_key
@@ -185,7 +185,7 @@ class KunitCase(pytest.Item):
     def setup(self) -> None:
         failure: KunitError | None = None
         try:
-            self.outcome = _state(self).runner.outcome(self.kernel, self.suite, self.name, self.nodeid)
+            self.outcome = _state(self).pipeline.outcome(self.kernel, self.suite, self.name, self.nodeid)
         except KunitError as error:
             failure = error
         except KunitWarning as warning:

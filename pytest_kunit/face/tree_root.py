@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ..fragments.files import fragments_in_run, is_fragment
-from ..fragments.pipeline import STATE
+from ..fragments.session import STATE
 from ..host.progress import Progress
 from ..kernel.tree import is_kernel_tree
 from ..scaleout.workers import is_worker

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..arch import Arch
+from ..errors import ConfigError
 from . import guest_init
 
 
@@ -92,3 +94,16 @@ def unsupported(names: Iterable[str], tree: Path, srcarch: str) -> list[tuple[st
         if symbol and not re.search(rf"^\s*select\s+{symbol}\b", text, re.MULTILINE):
             refused.append((name, symbol))
     return refused
+
+
+def refuse_unsupported(names: Iterable[str], tree: Path, arch: Arch) -> None:
+    """Refuse the sanitizers among `names` that `arch` can never have on `tree` (unsupported), before anything is
+    configured."""
+    refused = unsupported(names, tree, arch.make.source_arch)
+    if refused:
+        chosen = ", ".join(name for name, _ in refused)
+        raise ConfigError(
+            f"--kunit-sanitize {chosen}: arch {arch.name} cannot have it: its Kconfig "
+            f"(arch/{arch.make.source_arch}/Kconfig) never selects {', '.join(symbol for _, symbol in refused)}.",
+            f"leave {chosen} out of --kunit-sanitize for arch {arch.name}.",
+        )

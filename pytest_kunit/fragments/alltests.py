@@ -16,8 +16,9 @@ import pytest
 
 from ..errors import ConfigError
 from ..host.cache import write_atomically
+from ..kernel.treechoice import choose_tree
 from ..versions import ALLTESTS
-from .pipeline import STATE
+from .session import STATE
 
 NODEID = str(ALLTESTS)  # the fragment's node id, the same for every tree and on every xdist worker
 COPIES = "alltests"  # the cache's directory of the files taken out of extracted tarballs, one per tree
@@ -28,10 +29,10 @@ def alltests_file(config: pytest.Config) -> Path:
     it, so it builds that tree); an extracted tarball's file is copied into the cache, outside any tree, so that it
     builds the tarball as given, with its patches."""
     state = config.stash[STATE]
-    choice = state.tree_choice(config.invocation_params.dir / ALLTESTS)
+    choice = choose_tree(state.settings, config.invocation_params.dir / ALLTESTS)
     if choice.source.is_dir():
         return _existing(choice.source / ALLTESTS, choice.source)
-    tree = state.tree(choice, writable=False)
+    tree = state.trees.prepared(choice, writable=False)
     found = _existing(tree.path / ALLTESTS, choice.source)
     copy = state.settings.cache_dir / COPIES / tree.key / ALLTESTS.name
     text = found.read_text(errors="replace")

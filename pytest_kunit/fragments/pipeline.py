@@ -1,28 +1,29 @@
-"""Each fragment's way to a listed kernel in a session: its own build, a kernel it shares (sharing.py), one built
-before (reuse.py), or, on an xdist worker sharing no cache with its controller, the controller's (image_service.py)."""
+"""The way of each fragment, from its tree to its cases' outcomes, in one place: choose the tree -> assemble the
+fragment -> the build request -> complete the configuration and build (or share, reuse, or fetch from the xdist
+controller) -> what the kernel boots with (the initramfs) -> list -> plan boots -> boot and judge. Each step is one
+call into the stage that does it; tests/unit/test_pipeline_order.py checks that they call into the stages in order."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-import pytest
-
 from ..arch import Arch
-from ..findings import coverage, guest_init
-from ..guest.module_boots import module_cases
-from ..guest.replay import Replayed, ReplayError, ReplayRunner
+from ..findings.outcomes import Outcome
+from ..guest.boot_extras import boot_extras
+from ..guest.caselists import CaseLists
+from ..guest.planning import PlannedCase, plan_batches
+from ..guest.runner import Runner
 from ..host.cache import CaseList
 from ..host.progress import Progress
+from ..kernel.assembly import Additions, assemble
 from ..kernel.build_records import RECORD
-from ..kernel.build_request import build_dir_of
-from ..model import BuildResult, BuiltKernel, CaseId, Kernel
-from ..versions import TreeFeatures
-from .builder import KernelBuilder
-from .reuse import Reuse
-from .sharing import Sharing
+from ..kernel.build_request import BuildRequest, build_dir_of
+from ..kernel.requests import Requests, build_counted, built_record
+from ..kernel.treechoice import TreeChoice, choose_tree
+from ..model import BuiltKernel, Kernel, Settings, Stats
 
 
 class KernelSource(Protocol):
@@ -34,103 +35,89 @@ class KernelSource(Protocol):
     ) -> tuple[Kernel, CaseList | None, dict[str, tuple[str, int]]]: ...
 
 
+class SharedKernels(Protocol):
+    """--kunit-share-kernels (sharing.py): the kernel a fragment shares with others, or None for its own."""
+
+    def kernel(self, path: Path, key: str) -> Kernel | None: ...
+
+
+class EarlierKernels(Protocol):
+    """--kunit-reuse-kernels (reuse.py): a kernel built before that serves a fragment never built, or None."""
+
+    def kernel(self, path: Path, key: str, request: BuildRequest, choice: TreeChoice) -> Kernel | None: ...
+
+
 @dataclass
-class SessionState(KernelBuilder):
-    """A --kunit session's state (in `config.stash[STATE]`): its builds, where each fragment's kernel comes from, its
-    cases' C locations, what its summary says."""
+class Pipeline:
+    """One session's steps, each a part of it by composition; the records they keep are the session's (session.py)."""
 
-    locations: dict[str, dict[str, tuple[str, int]]] = field(default_factory=dict)
+    settings: Settings
+    rootpath: Path  # the rootdir: the controller names a fragment by its path below it
+    additions: Additions
+    requests: Requests
+    case_lists: CaseLists
+    runner: Runner
+    stats: Stats
+    progress: Callable[[], Progress]
+    kernels: dict[str, BuiltKernel]  # by fragment node id: what the reports say of each
+    locations: dict[str, dict[str, tuple[str, int]]]  # each kernel's cases' C locations, by its node id
     remote: KernelSource | None = None  # on an xdist worker sharing no cache with its controller
-    coverage: list[str] = field(default_factory=list)  # what the terminal summary says of the coverage report
-    # What failed the run while no case ran, per kernel (node id): the terminal summary's and JUnit's, not a test's.
-    run_failures: dict[str, str] = field(default_factory=dict)
-    pruned: str = ""  # what the cache's bounds removed at the session's end (cacheprune.py), for the summary
-    # --kunit-share-kernels: which fragments share a kernel, and their suites; one per architecture
-    sharing: dict[str, Sharing] = field(default_factory=dict)
-    reuse: Reuse | None = None  # kernels built before that serve a fragment never built (--kunit-reuse-kernels)
-    replayed: Replayed | None = None  # --kunit-replay's console, which every outcome comes from
-    replayed_as: str | None = None  # the node id the replayed console's cases were collected under
-    _named_built_in: set[str] = field(default_factory=set)  # kernels whose built-in suites were named (module mode)
+    sharing: dict[str, SharedKernels] = field(default_factory=dict)  # by architecture
+    reuse: EarlierKernels | None = None
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.settings.share_kernels:
-            self.sharing = {name: Sharing(self, arch) for name, arch in self.arches.items()}
-        if self.settings.reuse_kernels and not self.settings.modules:  # a kernel built before has no modules
-            self.reuse = Reuse(self)
-
-    def kernel_for(self, path: Path, key: str, arch: Arch | None = None) -> Kernel:
-        """Build (at most once) and list the kernel a kunitconfig file describes for `arch` (default: the run's
-        first); `key` is the node id its suites are collected under. An xdist worker that shares no cache with its
-        controller gets the kernel from the controller instead."""
-        arch = arch or self.arch
-        if self.replayed is not None:
-            return self._replayed_kernel(key)
-        known: CaseList | None = None
+    def kernel(self, path: Path, key: str, arch: Arch) -> Kernel:
+        """Collection: the kernel the kunitconfig file `path` describes for `arch`, built at most once (or the
+        controller's) and listed; `key` is the node id its suites are collected under."""
         if self.remote is not None:
-            unlisted, known, locations = self.remote.kernel(path, key, self.config.rootpath, arch)
+            unlisted, known, locations = self.remote.kernel(path, key, self.rootpath, arch)
         else:
-            unlisted, locations = self.build_kernel(path, key, arch), None
-        listing = known or self.listing(unlisted, locations)
+            unlisted, known, locations = self.unlisted(path, key, arch), None, None
+        listing = known or self.case_lists.listing(unlisted, self.runner, locations)
         self.locations[key] = listing.locations
-        # Only the counters of the directories the suites live in leave the guest.
-        dirs = coverage.tested_dirs(file for file, _ in listing.locations.values())
-        boot_args = guest_init.with_gcov_dirs(unlisted.boot_args, dirs)
-        cases = listing.cases
-        if unlisted.modules:
-            cases = (*cases, *(case for module in unlisted.modules for case in module_cases(module)))
-            self._name_built_in(key, listing.cases)
-        return replace(
-            unlisted, cases=cases, attributes=listing.attributes, empty_suites=listing.empty_suites, boot_args=boot_args
-        )
+        return self.case_lists.listed(unlisted, listing)
 
-    def _name_built_in(self, key: str, built_in: Sequence[CaseId]) -> None:
-        """--kunit-modules: say once which suites run built in, as Kconfig would not make them modules."""
-        suites = list(dict.fromkeys(suite for suite, _ in built_in))
-        if suites and key not in self._named_built_in:
-            self._named_built_in.add(key)
-            Progress(self.config).done(f"{key}: built in (cannot be a module): {', '.join(suites)}")
-
-    def replay(self, replayed: Replayed) -> None:
-        """Take every outcome from `replayed`, a saved console, instead of building and booting."""
-        self.replayed = replayed
-        self.runner = ReplayRunner(self.settings, self.stats, replayed)
-
-    def _replayed_kernel(self, key: str) -> Kernel:
-        """The replayed console as the kernel of `key` (a fragment, or the console file): one console is one boot of
-        one kernel, so it serves one node."""
-        replayed = self.replayed
-        assert replayed is not None
-        if self.replayed_as not in (None, key):
-            raise ReplayError(
-                f"--kunit-replay: the console {replayed.console} is one boot's, and its cases were collected under "
-                f"{self.replayed_as} already; {key} cannot have them too.",
-                "name the one fragment the console belongs to (pytest --kunit --kunit-replay LOG x.kunitconfig), or "
-                "no path at all to collect them under the console file.",
-            )
-        self.replayed_as, console = key, replayed.console
-        build = BuildResult(console, replayed.digest, console.parent, ran_make=False, seconds=0.0, log=console)
-        self.locations[key] = {}
-        tree_key = f"replay-{replayed.digest}"
-        what = f"the console {console}, replayed (no build)"
-        self.kernels[key] = BuiltKernel(key, tree_key, what, "", replayed.digest, self.arch.name, "", None)
-        features = TreeFeatures(filter_list=False, case_timeout=False)
-        return Kernel(key, build, self.arch, features, console.parent, replayed.cases)
-
-    def build_kernel(self, path: Path, key: str, arch: Arch | None = None) -> Kernel:
-        """The kernel a kunitconfig file describes for `arch` (or the kernel it shares, sharing.py), built at most
+    def unlisted(self, path: Path, key: str, arch: Arch) -> Kernel:
+        """The kernel of `path` for `arch` (or the kernel it shares, or one built before that serves it), built at most
         once, its cases not yet listed."""
-        arch = arch or self.arch
         if arch.name in self.sharing:
             shared = self.sharing[arch.name].kernel(path, key)
             if shared is not None:
                 return shared
-        request, choice = self.request(path, self.fragment_for(path, arch), arch=arch)
+        choice = choose_tree(self.settings, path)
+        fragment = assemble(path, arch, self.additions)
+        request = self.requests.request(path, fragment, choice, arch)
         if self.reuse is not None and not build_dir_of(request).joinpath(RECORD).exists():
             served = self.reuse.kernel(path, key, request, choice)
             if served is not None:
                 return served
-        return self.build_request(path.name, key, request, choice)
+        return self.built(path.name, key, request, choice)
 
+    def built(self, name: str, key: str, request: BuildRequest, choice: TreeChoice) -> Kernel:
+        """Build `request` (said as `name` on the progress lines) for the fragment `key`, and make what it boots with:
+        a shared kernel and one reused are built here too."""
+        result = build_counted(name, request, self.stats, self.progress)
+        record = built_record(key, request, choice, result)
+        extras = boot_extras(self.settings, result.build_dir, request.arch, request.modules)
+        self.kernels[key] = record  # once it can boot, as the reports name it: not one whose initramfs failed
+        tree = request.tree
+        return Kernel(
+            key,
+            result,
+            request.arch,
+            tree.features,
+            tree.path,
+            cases=(),
+            boot_args=extras.boot_args,
+            initrd=extras.initrd,
+            modules=extras.modules,
+        )
 
-STATE = pytest.StashKey[SessionState]()
+    def plan(
+        self, cases: Sequence[PlannedCase], workers: int, durations: Mapping[str, Mapping[str, float]] | None
+    ) -> None:
+        """Once collected: which of the selected cases each boot runs."""
+        self.runner.set_plan(cases, plan_batches(cases, workers, self.settings.isolate, durations))
+
+    def outcome(self, kernel: Kernel, suite: str, case: str, nodeid: str) -> Outcome:
+        """A case's outcome, judged from its boot's console: its batch is booted when the first of it asks."""
+        return self.runner.outcome(kernel, suite, case, nodeid)

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from ..errors import BuildError, ConfigError
 from ..host.cache import load_shared_suites
 from ..host.cachelayout import CacheLayout
-from ..host.progress import Progress
 from ..kbuild import membership
 from ..kbuild.membership import unrepresentable
 from ..kernel.build_records import RECORD, BuildRecord, image_digest
@@ -31,7 +30,10 @@ from ..model import Kernel
 from .sharing import own_suites, served_key, shown_path
 
 if TYPE_CHECKING:
-    from .builder import KernelBuilder, TreeChoice
+    import pytest
+
+    from ..kernel.treechoice import TreeChoice
+    from .pipeline import Pipeline
 
 
 def candidates(request: BuildRequest) -> list[tuple[Path, BuildRecord]]:
@@ -55,20 +57,23 @@ def candidates(request: BuildRequest) -> list[tuple[Path, BuildRecord]]:
 class Reuse:
     """One session's look for kernels that serve its fragments."""
 
-    def __init__(self, state: KernelBuilder) -> None:
-        self.state = state
+    def __init__(self, pipeline: Pipeline, config: pytest.Config) -> None:
+        self.pipeline = pipeline
+        self.config = config
 
     def kernel(self, path: Path, key: str, request: BuildRequest, choice: TreeChoice) -> Kernel | None:
         """A kernel built before that serves `path` (its node id `key`), holding only its own suites; None: build."""
-        state = self.state
+        found = candidates(request)
+        if not found:
+            return None  # nothing to ask: the configuration alone need not be completed
         suite = suite_dir_for(path)
         wanted = (suite.name, suite.digest()) if suite else None
         try:
-            alone_text = completed_config(request, Progress(state.config))
+            alone_text = completed_config(request, self.pipeline.progress())
         except (BuildError, ConfigError):
             return None  # its own build says why
         alone = read_dotconfig(alone_text)
-        for directory, record in candidates(request):
+        for directory, record in found:
             if wanted is not None and wanted not in record.placed:
                 continue  # built without this out-of-tree suite, or from other sources of it
             try:
@@ -94,25 +99,24 @@ class Reuse:
         digest = image_digest(image.parent, image)
         if digest is None:
             return False
-        return load_shared_suites(self.state.settings.cache_dir, served_key(digest, alone_text)) is not None
+        return load_shared_suites(self.pipeline.settings.cache_dir, served_key(digest, alone_text)) is not None
 
     def _covers(self, path: Path, tree: Path, directory: Path, held: dict[str, str], alone: dict[str, str]) -> bool:
         """membership's answer from the kernel's build as it stands, before anything is built to bring it up to date
         (own_suites asks again of the kernel as it then is)."""
-        state = self.state
         try:
-            with tempfile.TemporaryDirectory(dir=state.settings.cache_dir) as scratch:
+            with tempfile.TemporaryDirectory(dir=self.pipeline.settings.cache_dir) as scratch:
                 membership.suites_alone(tree, directory, held, alone, Path(scratch))
         except (membership.Unknown, OSError) as why:
-            shown = shown_path(path.resolve(), state.config.invocation_params.dir.resolve())
-            Progress(state.config).phase(f"{shown} does not run in the kernel in {directory}: {why}")
+            shown = shown_path(path.resolve(), self.config.invocation_params.dir.resolve())
+            self.pipeline.progress().phase(f"{shown} does not run in the kernel in {directory}: {why}")
             return False
         return True
 
     def _served(
         self, path: Path, key: str, request: BuildRequest, choice: TreeChoice, record: BuildRecord, described: str
     ) -> Kernel | None:
-        state = self.state
+        pipeline = self.pipeline
         theirs = replace(
             request,
             fragment=parse_fragment(record.fragment, f"the build record of {described}"),
@@ -120,13 +124,13 @@ class Reuse:
             placed=record.placed,
             label=record.label,
         )
-        shown = shown_path(path.resolve(), state.config.invocation_params.dir.resolve())
+        shown = shown_path(path.resolve(), self.config.invocation_params.dir.resolve())
         try:
-            kernel = state.build_request(f"{shown} (reusing {described})", key, theirs, choice)
+            kernel = pipeline.built(f"{shown} (reusing {described})", key, theirs, choice)
         except (BuildError, ConfigError) as error:
-            Progress(state.config).phase(f"{shown} does not reuse {described}: {error.args[0]}")
+            pipeline.progress().phase(f"{shown} does not reuse {described}: {error.args[0]}")
             return None
-        suites = own_suites(state, path, kernel, described)
+        suites = own_suites(pipeline, self.config, path, kernel, described)
         if suites is None:
             return None
         return replace(kernel, suites=frozenset(suites))

@@ -24,16 +24,20 @@ from typing import TYPE_CHECKING
 from ..arch import Arch
 from ..errors import BuildError, ConfigError
 from ..host.cache import load_shared_suites, save_shared_suites
-from ..host.progress import Progress
 from ..kbuild import membership
+from ..kernel.assembly import assemble
+from ..kernel.build_request import BuildRequest
 from ..kernel.configuring import completed_config
 from ..kernel.kconfig import Fragment, parse_fragment, read_dotconfig
 from ..kernel.out_of_tree import suite_dir_for
+from ..kernel.treechoice import choose_tree
 from ..model import Kernel
 from .files import fragments_in_run
 
 if TYPE_CHECKING:
-    from .builder import KernelBuilder
+    import pytest
+
+    from .pipeline import Pipeline
 
 
 @dataclass(frozen=True)
@@ -127,8 +131,9 @@ def superset(configs: Iterable[Mapping[str, str]]) -> str:
 class Sharing:
     """One session's shared kernels: which fragments share, each union built once, each member's own suites."""
 
-    def __init__(self, state: KernelBuilder, arch: Arch) -> None:
-        self.state = state
+    def __init__(self, pipeline: Pipeline, config: pytest.Config, arch: Arch) -> None:
+        self.pipeline = pipeline
+        self.config = config
         self.arch = arch
         self._groups: dict[Path, Group] | None = None
         self._unions: dict[Group, Kernel | None] = {}
@@ -137,7 +142,7 @@ class Sharing:
     def _fragment(self, path: Path) -> Fragment:
         """A member's fragment, read (and its pytest_kunit_kconfig hooks called) once a session."""
         if path not in self._fragments:
-            self._fragments[path] = self.state.fragment_for(path, self.arch)
+            self._fragments[path] = assemble(path, self.arch, self.pipeline.additions)
         return self._fragments[path]
 
     def kernel(self, path: Path, key: str) -> Kernel | None:
@@ -152,18 +157,19 @@ class Sharing:
         if suites is None:
             return None
         if key != union.key:  # the first member's record carries the build's seconds; the others built nothing
-            self.state.kernels[key] = replace(self.state.kernels[union.key], key=key, seconds=None)
+            kernels = self.pipeline.kernels
+            kernels[key] = replace(kernels[union.key], key=key, seconds=None)
         return replace(union, key=key, suites=frozenset(suites))
 
     def _describe(self, group: Group) -> str:
-        return group.describe(self.state.config.invocation_params.dir.resolve())
+        return group.describe(self.config.invocation_params.dir.resolve())
 
     def _shown(self, path: Path) -> str:
-        return shown_path(path.resolve(), self.state.config.invocation_params.dir.resolve())
+        return shown_path(path.resolve(), self.config.invocation_params.dir.resolve())
 
     def groups(self) -> dict[Path, Group]:
         if self._groups is None:
-            self._groups = plan_groups(fragments_in_run(self.state.config), self._fragment_or_none, self._tree_of)
+            self._groups = plan_groups(fragments_in_run(self.config), self._fragment_or_none, self._tree_of)
         return self._groups
 
     def _fragment_or_none(self, path: Path) -> Fragment | None:
@@ -173,7 +179,7 @@ class Sharing:
             return None
 
     def _tree_of(self, path: Path) -> Hashable | None:
-        choice = self.state.tree_choice(path)
+        choice = choose_tree(self.pipeline.settings, path)
         # A directory is built in place, unless out-of-tree suites must be placed into a copy of it.
         copied = choice.source.is_dir() and suite_dir_for(path) is not None
         return (choice.source, choice.patch_dirs, copied)
@@ -186,7 +192,7 @@ class Sharing:
                 self._unions[group] = self._build_union(group, key)
             except (BuildError, ConfigError) as error:
                 message = f"the kernel shared by {self._describe(group)} failed; each builds alone: {error.args[0]}"
-                Progress(self.state.config).phase(message)
+                self.pipeline.progress().phase(message)
                 self._unions[group] = None
         return self._unions[group]
 
@@ -195,23 +201,24 @@ class Sharing:
         enables (a fragment's lines alone would let one member's EXPERT=y turn off defaults the others keep), then
         every member's own lines; whatever Kconfig does not keep of it is left out before the build, so that the
         build's check of its lines passes and membership.py finds what the union lacks."""
-        state, first = self.state, group.members[0]
+        pipeline, first, others = self.pipeline, group.members[0], group.members[1:]
         explicit = union_fragment(self._fragment(path) for path in group.members)
-        progress = Progress(state.config)
-        arch = self.arch
-        completed = [
-            completed_config(state.request(path, self._fragment(path), arch=arch)[0], progress)
-            for path in group.members
-        ]
+        progress = pipeline.progress()
+        completed = [completed_config(self._request(path, self._fragment(path)), progress) for path in group.members]
         wanted = parse_fragment(superset(read_dotconfig(text) for text in completed), "the members' configurations")
         wanted = wanted + explicit
-        held = read_dotconfig(completed_config(state.request(first, wanted, group.members[1:], arch)[0], progress))
+        held = read_dotconfig(completed_config(self._request(first, wanted, others), progress))
         kept = Fragment(tuple(entry for entry in wanted.entries if held.get(entry.symbol, "n") == entry.value))
-        request, choice = state.request(first, kept, together=group.members[1:], arch=arch)
-        return state.build_request(self._describe(group), key, request, choice)
+        choice = choose_tree(pipeline.settings, first)
+        request = pipeline.requests.request(first, kept, choice, self.arch, together=others)
+        return pipeline.built(self._describe(group), key, request, choice)
+
+    def _request(self, path: Path, fragment: Fragment, together: Sequence[Path] = ()) -> BuildRequest:
+        choice = choose_tree(self.pipeline.settings, path)
+        return self.pipeline.requests.request(path, fragment, choice, self.arch, together)
 
     def _own_suites(self, path: Path, group: Group, union: Kernel) -> set[str] | None:
-        return own_suites(self.state, path, union, f"the kernel shared by {self._describe(group)}")
+        return own_suites(self.pipeline, self.config, path, union, f"the kernel shared by {self._describe(group)}")
 
 
 def served_key(image_digest: str, alone_text: str) -> str:
@@ -220,28 +227,31 @@ def served_key(image_digest: str, alone_text: str) -> str:
     return hashlib.sha256(f"v3\0{image_digest}\0{alone_text}".encode()).hexdigest()[:16]
 
 
-def own_suites(state: KernelBuilder, path: Path, kernel: Kernel, described: str) -> set[str] | None:
+def own_suites(
+    pipeline: Pipeline, config: pytest.Config, path: Path, kernel: Kernel, described: str
+) -> set[str] | None:
     """The suites `path`'s own kernel would hold, read from `kernel`'s build (a kernel configured for more), by the
     names the kernel prints, when `kernel` provably runs them as `path`'s own would (membership.py); kept in the
     cache for the next run. None (said why) if not."""
-    progress = Progress(state.config)
+    progress = pipeline.progress()
     build_dir = kernel.build.build_dir
-    shown = shown_path(path.resolve(), state.config.invocation_params.dir.resolve())
+    shown = shown_path(path.resolve(), config.invocation_params.dir.resolve())
     try:
-        request, _ = state.request(path, state.fragment_for(path, kernel.arch), arch=kernel.arch)
+        fragment = assemble(path, kernel.arch, pipeline.additions)
+        request = pipeline.requests.request(path, fragment, choose_tree(pipeline.settings, path), kernel.arch)
         alone_text = completed_config(request)
         digest = served_key(kernel.build.image_digest, alone_text)
-        known = load_shared_suites(state.settings.cache_dir, digest)
+        known = load_shared_suites(pipeline.settings.cache_dir, digest)
         if known is not None:
             suites = known
         else:
             shared = read_dotconfig((build_dir / ".config").read_text())
-            with tempfile.TemporaryDirectory(dir=state.settings.cache_dir) as scratch:
+            with tempfile.TemporaryDirectory(dir=pipeline.settings.cache_dir) as scratch:
                 stored = membership.suites_alone(
                     kernel.tree, build_dir, shared, read_dotconfig(alone_text), Path(scratch)
                 )
-            suites = shown_names(build_dir, state.listing(kernel).cases, stored)
-            save_shared_suites(state.settings.cache_dir, digest, suites)
+            suites = shown_names(build_dir, pipeline.case_lists.listing(kernel, pipeline.runner).cases, stored)
+            save_shared_suites(pipeline.settings.cache_dir, digest, suites)
     except (membership.Unknown, BuildError, ConfigError, OSError) as why:
         progress.phase(f"{shown} builds alone, not in {described}: {why}")
         return None

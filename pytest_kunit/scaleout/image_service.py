@@ -33,7 +33,7 @@ from ..versions import TreeFeatures
 
 if TYPE_CHECKING:
     from ..arch import Arch
-    from ..fragments.pipeline import SessionState
+    from ..fragments.session import SessionState
     from ..model import Stats
     from .protocol import WorkerInput
 
@@ -192,7 +192,7 @@ class ImageService:
         key = fragment_name(self.state.config.rootpath, path)
         if self.state.settings.matrix:
             key = kernel_key(key, arch.name)  # as the workers' node ids key it
-        kernel = self.state.build_kernel(path, key, arch)
+        kernel = self.state.pipeline.unlisted(path, key, arch)
         digest = kernel.build.image_digest
         self.kernels[digest] = kernel
         image = kernel.build.image

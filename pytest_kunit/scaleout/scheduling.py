@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ..fragments.files import find_fragments
-from ..fragments.pipeline import STATE
+from ..fragments.session import STATE
 from ..guest.planning import case_from_nodeid, plan_batches
 from ..host.cache import cache_id, load_durations
 from ..host.cachelayout import CacheLayout

@@ -12,6 +12,8 @@ import tarfile
 
 import pytest
 
+from pytest_kunit.host.cachelayout import CONFIGS, CacheLayout
+
 from .conftest import FAKE, FakeKernel, no_traceback
 from .test_share_kernels import add_suites_a_and_b, builds, outcomes
 
@@ -86,6 +88,16 @@ def test_a_fragment_never_built_runs_in_a_kernel_that_covers_it(
     assert all(
         "suite_b" not in (boot["params"].get("kunit.filter_glob") or "suite_b") for boot in fragments.test_boots()[-1:]
     )
+
+
+def test_with_no_build_before_no_configuration_is_completed_alone(
+    pytester: pytest.Pytester, fragments: FakeKernel
+) -> None:
+    """The first build in a cache has nothing to reuse: it configures its own build directory, and no other (the
+    configuration alone is what an earlier kernel would be compared with)."""
+    pytester.runpytest_inprocess(*fragments.options("a.kunitconfig"))
+    assert len(builds(fragments)) == 1
+    assert not list(CacheLayout(fragments.cache).area(CONFIGS).glob("*/.config"))
 
 
 def test_its_verdicts_are_those_of_its_own_kernel(pytester: pytest.Pytester, fragments: FakeKernel) -> None:

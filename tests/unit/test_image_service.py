@@ -15,7 +15,7 @@ import pytest
 from pytest_kunit.arch import ARCHES
 from pytest_kunit.errors import KunitError
 from pytest_kunit.fragments.files import FragmentTable
-from pytest_kunit.fragments.pipeline import SessionState
+from pytest_kunit.fragments.session import SessionState
 from pytest_kunit.model import BuildResult, Kernel, Stats
 from pytest_kunit.scaleout import image_service
 from pytest_kunit.scaleout.image_service import WAITING, ImageClient, ImageService
@@ -62,7 +62,9 @@ def service(tmp_path: Path) -> ImageService:
         raise AssertionError(f"a hostile request made the controller build {path}")
 
     state = SimpleNamespace(
-        config=SimpleNamespace(rootpath=tmp_path), build_kernel=build_kernel, arches={"x86_64": ARCHES["x86_64"]}
+        config=SimpleNamespace(rootpath=tmp_path),
+        pipeline=SimpleNamespace(unlisted=build_kernel),
+        arches={"x86_64": ARCHES["x86_64"]},
     )
     table = FragmentTable({"fragment-0": tmp_path / "kunit.kunitconfig"}, {"kunit.kunitconfig": "fragment-0"})
     return ImageService(cast(SessionState, state), table)
