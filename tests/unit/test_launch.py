@@ -107,3 +107,8 @@ def test_x86_64_boots_qboot_where_qemu_ships_it(tmp_path: Path) -> None:
 def test_x86_64_keeps_qemus_own_firmware_where_qboot_is_not_shipped(tmp_path: Path) -> None:
     qemu = installed_qemu(tmp_path / "opt", "bios-256k.bin")
     assert "-bios" not in launcher(X86).command(Path("/cache/vmlinux"), ["console=ttyS0"], "kvm", qemu)
+
+
+def test_x86_64_guests_register_no_legacy_ptys() -> None:
+    # Registering 256 BSD pty pairs took a fifth of the kernel's instructions before KUnit's first line under TCG.
+    assert "pty.legacy_count=0" in kernel_command_line(X86, [])
