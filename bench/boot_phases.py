@@ -12,11 +12,14 @@ a second later. The phases:
     kunit      first KTAP line to the last top-level result line
     shutdown   the last result line to the guest's exit (the reboot path)
 
-The variants are the record's command itself (`plugin`), on x86_64 the same with SeaBIOS (the record before qboot)
-or on QEMU's microvm machine, and kunit.py's own command for the architecture on the same image (x86_64: 6.1's and,
-with qboot, 6.15's; kunit.py boots a bzImage there, whose decompression this vmlinux does not have, so that row is
-kunit.py's floor). Guests run under TCG (UML natively); every variant's verdicts (`ok`/`not ok` by name) must equal
-the first variant's, else the exit status is 1.
+The variants are the record's command itself (`plugin`); on x86_64 the record before issue 47 (`before`: SeaBIOS and
+legacy ptys) and today's with one of them back (`seabios`, `legacy-pty`), on QEMU's microvm machine (`microvm`) or
+probing one 8250 port (`one-uart`); and kunit.py's own command for the architecture on the same image (x86_64: 6.1's
+and, with qboot, 6.15's; kunit.py boots a bzImage there, whose decompression this vmlinux does not have, so that row
+is kunit.py's floor). Guests run under TCG (UML natively); every variant's verdicts (`ok`/`not ok` by name) must
+equal the first variant's, else the exit status is 1. With --icount-shift every QEMU counts instructions at a fixed
+rate, and the guest's own clock (`printk.time=1`) at KUnit's first and last lines is the boot's work, which the host's
+load does not move (the `guest_*` columns; on the record's own -icount they include skipped idle time).
 
     bench/boot_phases.py --build ~/.cache/pytest-kunit/build/ed8240ca90db9a34 --runs 10
     bench/boot_phases.py --arch arm64 --build DIR --kernel-arg kunit.filter_glob=kunit*,example
@@ -76,14 +79,19 @@ class Phases:
 
 
 def plugin_command(
-    arch: str, icount: str, extra_qemu: Sequence[str] = (), kernel_args: Sequence[str] = (), **record: str
+    arch: str,
+    icount: str,
+    extra_qemu: Sequence[str] = (),
+    kernel_args: Sequence[str] = (),
+    firmware: str | None = None,
 ) -> Command:
-    """The command the plugin boots `arch` with (its record, with `record`'s fields changed, and its launcher),
-    `extra_qemu` put first; `icount`: QEMU's -icount in place of the record's."""
+    """The command the plugin boots `arch` with (its record and launcher), `extra_qemu` put first; `icount`: QEMU's
+    -icount in place of the record's; `firmware` in place of the record's."""
     settings = ARCHES[arch]
     if settings.qemu is not None:
         tcg_args = ("-icount", icount) if icount else settings.qemu.tcg_args
-        settings = replace(settings, qemu=replace(settings.qemu, tcg_args=tcg_args, **record))
+        chosen = settings.qemu.firmware if firmware is None else firmware
+        settings = replace(settings, qemu=replace(settings.qemu, tcg_args=tcg_args, firmware=chosen))
     guest = launcher(settings)
 
     def command(image: Path, extra_kernel: list[str]) -> list[str]:
@@ -120,6 +128,8 @@ def variants(arch: str, icount: str) -> dict[str, Command]:
     return {
         "plugin": plugin_command("x86_64", icount),
         "seabios": plugin_command("x86_64", icount, firmware=""),  # the record before qboot
+        # The record before both (a later pty.legacy_count= overrides the record's).
+        "before": plugin_command("x86_64", icount, kernel_args=["pty.legacy_count=256"], firmware=""),
         # microvm (its own qboot-based firmware) has neither a keyboard controller nor ACPI to reset through: the
         # kernel's reboot reaches its triple fault only after seconds of other tries, unless told to go there first.
         "microvm": plugin_command("x86_64", icount, ["-machine", "microvm"], ["reboot=t"], firmware=""),
