@@ -100,12 +100,15 @@ class QemuLauncher:
         return found
 
     def command(self, image: Path, kernel_args: Sequence[str], accel: str, program: str | None) -> list[str]:
+        binary = self.binary(program)
+        firmware = self.settings.firmware
         return [
-            self.binary(program),
+            binary,
             *QEMU_ARGS,
             "-accel",
             accel,
             *(self.settings.tcg_args if accel == "tcg" else ()),
+            *(("-bios", firmware) if firmware and shipped_firmware(binary, firmware) else ()),
             *self.settings.args,
             "-kernel",
             str(image),
@@ -118,6 +121,12 @@ class QemuLauncher:
 
     def prepare_child(self) -> Callable[[], None] | None:
         return default_signals
+
+
+def shipped_firmware(binary: str, name: str) -> bool:
+    """Whether the QEMU at `binary` ships the firmware file `name`: in its installation's data directory, which
+    QEMU searches for -bios (PREFIX/share/qemu beside PREFIX/bin, a distribution's and a source install's alike)."""
+    return (Path(binary).resolve().parent.parent / "share" / "qemu" / name).is_file()
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,8 @@ def test_the_installed_wheel_collects_the_main_job_from_its_package_data(
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     fragments = {line.split("::")[0] for line in run.stdout.splitlines() if "::" in line}
     # The main job: every fragment not marked manual, each from the installed package (absolute: outside the rootdir).
-    assert fragments == {f"{suites}/kunit.kunitconfig", f"{suites}/all-tests.kunitconfig"}, run.stdout[-4000:]
-    assert f"{suites}/kunit.kunitconfig::example::example_simple_test" in run.stdout
+    assert fragments == {f"{suites}/all-tests.kunitconfig"}, run.stdout[-4000:]
+    assert f"{suites}/all-tests.kunitconfig::example::example_simple_test" in run.stdout
 
 
 def test_the_installed_series_is_the_checkouts_series_as_package_data(installed: Installed, tmp_path: Path) -> None:

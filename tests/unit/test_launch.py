@@ -83,3 +83,32 @@ def test_a_path_with_nothing_to_split_is_handed_as_it_is(tmp_path: Path) -> None
     initrd = tmp_path / "init.cpio"
     command = command_line(BootRequest(Path("linux"), ARCHES["um"], (), "none", 1.0, initrd=initrd))
     assert f"initrd={initrd}" in command
+
+
+def installed_qemu(prefix: Path, *firmware: str) -> str:
+    """A QEMU installed under `prefix` (PREFIX/bin/qemu-system-x86_64) whose data directory holds `firmware`."""
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "share" / "qemu").mkdir(parents=True)
+    binary = prefix / "bin" / "qemu-system-x86_64"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    for name in firmware:
+        (prefix / "share" / "qemu" / name).write_bytes(b"rom")
+    return str(binary)
+
+
+def test_x86_64_boots_qboot_where_qemu_ships_it(tmp_path: Path) -> None:
+    qemu = installed_qemu(tmp_path / "usr", "qboot.rom")
+    command = launcher(X86).command(Path("/cache/vmlinux"), ["console=ttyS0"], "tcg", qemu)
+    assert command[command.index("-bios") + 1] == "qboot.rom"
+    assert command.index("-bios") < command.index("-kernel")
+
+
+def test_x86_64_keeps_qemus_own_firmware_where_qboot_is_not_shipped(tmp_path: Path) -> None:
+    qemu = installed_qemu(tmp_path / "opt", "bios-256k.bin")
+    assert "-bios" not in launcher(X86).command(Path("/cache/vmlinux"), ["console=ttyS0"], "kvm", qemu)
+
+
+def test_x86_64_guests_register_no_legacy_ptys() -> None:
+    # Registering 256 BSD pty pairs took a fifth of the kernel's instructions before KUnit's first line under TCG.
+    assert "pty.legacy_count=0" in kernel_command_line(X86, [])
