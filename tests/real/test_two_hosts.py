@@ -72,7 +72,7 @@ def second_host(tmp_path: Path) -> Iterator[SecondHost]:
         address = f"127.0.0.1:{probe.getsockname()[1]}"
     log = tmp_path / "socket-server.log"
     # Its own environment, as a login on another machine has: nothing of this session's (PYTHONPATH, caches).
-    command = [*as_user(), "env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin", str(python)]
+    command = [*as_user(), "env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin", str(python), "-u"]
     with log.open("w") as stream:
         server = subprocess.Popen(
             [*command, "-m", "execnet.script.socketserver", address],
@@ -83,8 +83,8 @@ def second_host(tmp_path: Path) -> Iterator[SecondHost]:
         )
     try:
         deadline = time.monotonic() + 30
-        while "Entering Accept loop" not in log.read_text() and time.monotonic() < deadline:
-            assert server.poll() is None, log.read_text()
+        while "Entering Accept loop" not in log.read_text():
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.1)
         yield SecondHost(address, checkout, cache)
     finally:
