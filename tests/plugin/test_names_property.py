@@ -6,7 +6,8 @@ node id, a path the schema takes); a case's node id selects it alone, run by the
 
 Names hold `: ` (read as kernel messages once), a leading `#` (read as comments once), brackets, quotes, dots,
 commas, globs and non-ASCII. Left out are the kernel's own ambiguities (tests/unit/test_ktap_names.py says which; and
-a case named `-`, whose skip line `ok 2 - # SKIP` is TAP's optional dash and no name, as kunit.py reads it too)
+a case named `-`, whose skip line `ok 2 - # SKIP` is TAP's optional dash and no name, as kunit.py reads it too; a
+name beginning `# `, whose result line `ok 2 # x` is TAP's unnamed result and its directive)
 and `::` or a `:` at either end, which pytest's node ids cannot tell from their own `::`."""
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from .conftest import FakeKernel
+from .conftest import FAKE, FakeKernel
+from .test_attributes import EXECUTOR_6_12
 
 NAME = st.text(alphabet="ab é中:#[]'\".,*-()", min_size=1, max_size=8).filter(
-    lambda name: name == name.strip() and "::" not in name and not re.search(r"\s#|^-( |$)|^:|:$", name)
+    lambda name: name == name.strip() and "::" not in name and not re.search(r"\s#|^#\s|^-( |$)|^:|:$", name)
 )
 SUITE = NAME.filter(lambda name: "." not in name)  # a dot in a suite is where 6.1's `suite.case` list line splits
 # Cases `a` and `a.b` of one suite list as `s.a` and `s.a.b`, which is also a suite `s.a`'s case `b`.
@@ -70,15 +72,23 @@ def junit_verdict(case: ET.Element) -> str | None:
     phases=[Phase.generate],
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
-@given(named_suites(), st.data())
+@given(named_suites(), st.booleans(), st.data())
 def test_every_listed_case_is_an_item_or_an_error_and_reaches_junit_and_kcidb_whole(
-    project: pytest.Pytester, fake_kernel: FakeKernel, suites: dict[str, dict[str, str]], data: st.DataObject
+    project: pytest.Pytester,
+    fake_kernel: FakeKernel,
+    suites: dict[str, dict[str, str]],
+    lists_suites: bool,
+    data: st.DataObject,
 ) -> None:
+    # 6.12's executor lists each suite's own line before its cases (list_attr) and its guest takes one glob, commas
+    # and all; 6.1's lists `suite.case` lines and takes several.
+    executor = "lib/kunit/executor.c"
+    (fake_kernel.tree / executor).write_text(EXECUTOR_6_12 if lists_suites else (FAKE / "tree" / executor).read_text())
     spec = [
         {"name": suite, "cases": [{"name": case, "outcome": outcome} for case, outcome in cases.items()]}
         for suite, cases in suites.items()
     ]
-    fake_kernel.write_spec({"suites": spec})
+    fake_kernel.write_spec({"suites": spec, "single_glob": lists_suites})
     expected = {
         f"kunit.kunitconfig::{suite}::{case}": outcome
         for suite, cases in suites.items()
