@@ -6,7 +6,8 @@
 # - with pip, into a virtual environment of the checkout's own, .venv (never the system's site-packages): this package,
 #   editable, and its dependencies (pytest, pluggy, pytest-xdist, pexpect, filelock).
 # With --test, also what the plugin's own tests need: the 6.12 source and more architectures for the real tier, and
-# into .venv the test and coverage extras (hypothesis, mypy, ruff, build, twine, gcovr, ...).
+# into .venv the test and coverage extras (hypothesis, mypy, ruff, build, twine, gcovr, ...); and the real tier's
+# second host, a user of its own (kunit-remote) with a Python environment of its own holding pytest-kunit.
 # The commands then run .venv/bin/python -m pytest. python3 (the first on PATH) must be Python 3.11 or later.
 # Usage: scripts/setup.sh [--test] [--arch NAME[,NAME]...]...   (NAMEs as --kunit-arch takes them; default x86_64)
 set -euo pipefail
@@ -44,15 +45,17 @@ PY
 packages=(linux-source-6.1 build-essential flex bison bc libelf-dev libssl-dev cpio rsync kmod git ccache)
 arches=()
 target=.
+remote_host=""
 while (($#)); do
     case "$1" in
     --test)
         # distcc: the real tier compiles through a distccd of its own on localhost. busybox-static and gcovr (the
         # coverage extra): --kunit-coverage's guest /init and report. Debian's sh4 compiler: the real tier proves it is
-        # refused for the miscompilation its record asks about.
-        packages+=(linux-source-6.12 distcc busybox-static gcc-sh4-linux-gnu)
+        # refused for the miscompilation its record asks about. Debian's own python3 and its venv: the second host's.
+        packages+=(linux-source-6.12 distcc busybox-static gcc-sh4-linux-gnu python3 python3-venv)
         arches+=(x86_64 arm64 i386 powerpc)
         target='.[test,coverage]'
+        remote_host=kunit-remote
         ;;
     --arch)
         (($# > 1)) || usage
@@ -78,13 +81,13 @@ done
 # fails halfway.
 python3 -c 'import ensurepip, venv' 2>/dev/null || packages+=(python3-venv)
 
+sudo=""
+[ "$(id -u)" = 0 ] || sudo="sudo"
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
 if ((${#missing[@]})); then
-    sudo=""
-    [ "$(id -u)" = 0 ] || sudo="sudo"
     echo "setup: installing ${missing[*]}"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
@@ -103,3 +106,28 @@ fi
 # pip's notes about an index this machine lacks are noise here; its errors are not (its exit status stands).
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$target" \
     2> >(grep -v -e 'is ignored: it is neither' >&2)
+
+# The real tier's second host (tests/real/test_two_hosts.py): a user of this machine with its own HOME (so its own
+# cache), reached as xdist workers are on another machine, over execnet's socket server. Its Python is the system's
+# (a python3 under another user's home, pyenv's, is not its to run), in a virtual environment of its own holding
+# pytest-kunit and its dependencies (pytest-xdist among them) as `pip install pytest-kunit` puts them on any host: a
+# wheel of this checkout, built here (that user cannot read the checkout). Made once; the workers run the controller's
+# pytest-kunit, which xdist's --rsyncdir sends them on each run.
+if [ -n "$remote_host" ]; then
+    id -u "$remote_host" >/dev/null 2>&1 || {
+        echo "setup: adding the user $remote_host, the real tier's second host"
+        $sudo useradd --create-home --shell /bin/bash "$remote_host"
+    }
+    remote_home=$(getent passwd "$remote_host" | cut -d: -f6)
+    remote_python="$remote_home/.venv/bin/python"
+    if ! $sudo runuser -u "$remote_host" -- "$remote_python" -c 'import pytest_kunit, xdist' 2>/dev/null; then
+        echo "setup: installing pytest-kunit into $remote_host's virtual environment $remote_home/.venv"
+        wheels=$(mktemp -d /tmp/pytest-kunit-wheel.XXXXXX)
+        "$venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps -w "$wheels" . \
+            2> >(grep -v -e 'is ignored: it is neither' >&2)
+        chmod -R a+rX "$wheels"
+        $sudo runuser -u "$remote_host" -- /usr/bin/python3 -m venv --clear "$remote_home/.venv"
+        $sudo runuser -u "$remote_host" -- "$remote_python" -m pip install -q --disable-pip-version-check "$wheels"/*.whl
+        rm -rf "$wheels"
+    fi
+fi

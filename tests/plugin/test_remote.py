@@ -162,7 +162,8 @@ def socket_host(tmp_path: Path, fake_kernel: FakeKernel) -> Iterator[tuple[str, 
         probe.bind(("127.0.0.1", 0))
         address = f"127.0.0.1:{probe.getsockname()[1]}"
     cache, log = tmp_path / "socket-host", tmp_path / "socket-server.log"
-    command = [sys.executable, "-m", "execnet.script.socketserver", address]
+    # Unbuffered: its "Entering Accept loop" reaches the log at once, not after the wait below has run out.
+    command = [sys.executable, "-u", "-m", "execnet.script.socketserver", address]
     with log.open("w") as stream:
         server = subprocess.Popen(
             command, stdout=stream, stderr=subprocess.STDOUT, env=os.environ | {"XDG_CACHE_HOME": str(cache)}
