@@ -3,9 +3,11 @@
 # `scripts/checkpatch.pl --strict` on every patch (no errors; each warning or check type left must be named in the
 # patch's notes below its `---`, which say why it stays), a build of every prefix of the series in four
 # configurations (x86_64: tinyconfig + the guest's needs + every test the series adds; UML and arm64: KUnit's fragment
-# as kunit.py builds it, and arm64's device tree unittest; x86_64 with KUnit and its tests as modules) and of the whole
-# series for alpha (the base cannot build it before the series' last patch), a boot of every x86_64 prefix in QEMU
-# with every suite passing and of the last prefix on UML, arm64 and alpha, and the whole series'
+# as kunit.py builds it, and arm64's device tree unittest; x86_64 with KUnit and its tristate tests as modules, the
+# mock built into kunit.ko, checked to be built) and of the whole series for alpha (the base cannot build it before the
+# series' last patch), a boot of every x86_64 prefix in QEMU with every suite passing and of the last prefix on UML,
+# arm64, alpha and x86_64 through the PVH entry, the last prefix's suites loaded as modules (pytest-kunit's
+# --kunit-modules), and the whole series'
 # suites on a debug kernel (testsuites/kunit-debug.kunitconfig: KASAN, UBSAN, lockdep, ...) run by pytest-kunit, with
 # no case failing and no sanitizer report.
 # Compiles kernels: run it under the shared build lock (flock /tmp/kbuild.lock scripts/check-series.sh).
@@ -65,15 +67,51 @@ printf '%s\n' "$kunit_fragment" "$(cat "$repo"/testsuites/of.kunitconfig)" \
     'CONFIG_PRINTK=y' 'CONFIG_TTY=y' 'CONFIG_SERIAL_8250=y' 'CONFIG_SERIAL_8250_CONSOLE=y' 'CONFIG_KERNEL_GZIP=y' \
     'CONFIG_KUNIT_ALL_TESTS=y' 'CONFIG_EXPERT=y' 'CONFIG_BUG=y' \
     'CONFIG_HYPERVISOR_GUEST=y' 'CONFIG_PVH=y' > "$work/x86_64.config"
-# (The PVH entry, how the runner boots a vmlinux, is compiled too, though the bzImage boots below do not use it.)
+# (The PVH entry, through which QEMU boots a vmlinux as pytest-kunit does: the last prefix boots that way too.)
 printf '%s\n' "$kunit_fragment" > "$work/um.config"
 # alpha as pytest-kunit's record configures it: the fragment and the clipper machine's 16550 console, the rest defaults.
 printf '%s\n' "$kunit_fragment" 'CONFIG_SERIAL_8250=y' 'CONFIG_SERIAL_8250_CONSOLE=y' > "$work/alpha.config"
 printf '%s\n' "$kunit_fragment" "$(cat "$repo"/testsuites/of.kunitconfig)" 'CONFIG_PRINTK=y' 'CONFIG_TTY=y' \
     'CONFIG_SERIAL_AMBA_PL011=y' 'CONFIG_SERIAL_AMBA_PL011_CONSOLE=y' 'CONFIG_BUG=y' > "$work/arm64.config"
-# KUnit and its tests as modules (bool options stay y): what distributions ship.
-printf '%s\n' "$kunit_fragment" | sed 's/^\(CONFIG_KUNIT[A-Z_]*\)=y$/\1=m/' > "$work/kunit-m.config"
-printf '%s\n' 'CONFIG_MODULES=y' 'CONFIG_MODULE_UNLOAD=y' 'CONFIG_PRINTK=y' 'CONFIG_BUG=y' >> "$work/kunit-m.config"
+# KUnit and its tests as modules, what distributions ship: written per prefix (kunit_m_config), as Kconfig takes `m`
+# only for a tristate symbol and falls back to n for a bool one. The bool options (KUNIT_MOCK, KUNIT_DEBUGFS, ...)
+# stay y and are built into kunit.ko; those that need KUnit built in (`depends on KUNIT=y`: the RFC-style tests, the
+# fault test) are not built, and configured() says which they are.
+# The type Kconfig declares a symbol with in the tree at hand (tristate, bool, ...), empty when no Kconfig has it.
+# shellcheck disable=SC2086
+kconfig_type() {
+    awk -v name="$1" '$1 == "config" || $1 == "menuconfig" { this = ($2 == name); next }
+        this && $1 ~ /^(tristate|bool|int|string|hex)$/ { print $1; exit }' $kconfigs
+}
+kunit_m_config() {
+    local line symbol kconfigs
+    kconfigs=$(find . -name 'Kconfig*' -not -path './.git/*')
+    while IFS= read -r line; do
+        symbol=${line%%=y}
+        symbol=${symbol#CONFIG_}
+        if [ "$line" != "${line%=y}" ] && [ "$(kconfig_type "$symbol")" = tristate ]; then
+            echo "CONFIG_$symbol=m"
+        else
+            echo "$line"
+        fi
+    done <<<"$kunit_fragment"
+    printf '%s\n' 'CONFIG_MODULES=y' 'CONFIG_MODULE_UNLOAD=y' 'CONFIG_PRINTK=y' 'CONFIG_BUG=y'
+}
+# What Kconfig made of each `=y`/`=m` line of a configuration's fragment: a line it changed is named, with why where
+# the reason is known (a bool that needs KUnit built in, when KUnit is a module), so no check claims to build what
+# it does not.
+configured() {
+    local config=$1 line symbol got need
+    while IFS= read -r line; do
+        case "$line" in CONFIG_*=[ym]) ;; *) continue ;; esac
+        symbol=${line%=*}
+        got=$(grep -E "^$symbol=|^# $symbol is not set" "$work/build-$config/.config" || true)
+        [ "$got" = "$line" ] && continue
+        need=$(awk -v name="${symbol#CONFIG_}" '$1 == "config" { this = ($2 == name); next }
+            this && $1 == "depends" && /KUNIT=y/ { print "needs KUNIT=y"; exit }' lib/kunit/Kconfig)
+        echo "configure $config: $line became ${got:-absent}${need:+ ($need)}"
+    done < "$work/$config.config"
+}
 # make's arguments and image of each configuration.
 make_args() {
     case "$1" in
@@ -88,6 +126,7 @@ targets() {
 }
 configure() {
     local config=$1 build="$work/build-$1" log="$work/config-$1.log"
+    [ "$config" != kunit-m ] || kunit_m_config > "$work/kunit-m.config"
     # Kconfig's "override" notes go to a log, not the report: tinyconfig's own fragments override a choice (x86's
     # UNWINDER_GUESS), and the fragment re-sets symbols tinyconfig set.
     : > "$log"
@@ -101,6 +140,17 @@ configure() {
     fi
     # shellcheck disable=SC2046
     make -s O="$build" $(make_args "$config") olddefconfig >/dev/null 2>>"$log"
+    [ "$config" != kunit-m ] || configured kunit-m
+}
+# With KUnit a module: the mock built into kunit.ko and the mock suites as modules of their own, or the build checked
+# nothing of them.
+modules_built() {
+    local build="$work/build-kunit-m" object missing=""
+    grep -q '^CONFIG_KUNIT_MOCK=y' "$build/.config" || return 0  # a prefix before the mock
+    for object in lib/kunit/kunit.ko lib/kunit/mock.o lib/kunit/kunit-mock-test.ko; do
+        [ -f "$build/$object" ] || missing="$missing $object"
+    done
+    if [ -n "$missing" ]; then echo "build kunit-m $1: not built:$missing"; return 1; fi
 }
 status=0
 # Boot an image with no init: the kernel runs the built-in suites, then panics for want of a root (panic=-1 with
@@ -110,9 +160,10 @@ status=0
 booted=""  # the checksum of the last x86_64 image that booted green: a prefix that changed only documentation reuses it
 boot() {
     local config=$1 name=$2 console="$work/console-$1-$2.log" start=$SECONDS image sum
-    local build="$work/build-$config"
+    local build="$work/build-${config%-pvh}"
     case "$config" in
     x86_64) image="$build/arch/x86/boot/bzImage" ;;
+    x86_64-pvh) image="$build/vmlinux" ;;
     um) image="$build/linux" ;;
     arm64) image="$build/arch/arm64/boot/Image" ;;
     alpha) image="$build/arch/alpha/boot/vmlinux" ;;
@@ -123,7 +174,7 @@ boot() {
         if [ "$sum" = "$booted" ]; then echo "boot $name: the previous prefix's image, already booted"; return 0; fi
     fi
     case "$config" in
-    x86_64) timeout 900 qemu-system-x86_64 -m 512 -display none -no-reboot -serial stdio -monitor none \
+    x86_64|x86_64-pvh) timeout 900 qemu-system-x86_64 -m 512 -display none -no-reboot -serial stdio -monitor none \
         -kernel "$image" -append "console=ttyS0 panic=-1 i8042.noaux i8042.nokbd" ;;
     um) timeout 900 "$image" mem=512M console=tty kunit_shutdown=halt ;;
     arm64) timeout 900 qemu-system-aarch64 -machine virt -cpu cortex-a57 -m 1024 -display none -no-reboot \
@@ -183,13 +234,28 @@ for patch in "${patches[@]}"; do
             echo "build $config $name: FAILED (log: $work/build-$config-$name.log)"; status=1
         fi
         grep -E "warning:" "$work/build-$config-$name.log" | head -5 || true
+        if [ "$config" = kunit-m ]; then modules_built "$name" || status=1; fi
         if [ "$config" = x86_64 ]; then boot x86_64 "$name" || status=1; fi
     done
 done
-# The whole series on UML, arm64 and alpha: their built-in suites all pass.
+# The whole series on UML, arm64 and alpha: their built-in suites all pass; and on x86_64 through the PVH entry (the
+# vmlinux itself, as pytest-kunit boots it), which patch 1 fixes.
 for config in ${configs//,/ }; do
-    case "$config" in um|arm64|alpha) boot "$config" "$last" || status=1 ;; esac
+    case "$config" in um|arm64|alpha) boot "$config" "$last" || status=1 ;; x86_64) boot x86_64-pvh "$last" || status=1 ;; esac
 done
+# The whole series with KUnit's suites as modules, loaded after boot by pytest-kunit's module mode (--kunit-modules:
+# KUnit itself built in, each tristate suite of the framework's fragment a module its initramfs loads), every case
+# reported and none failing.
+if [[ ",$configs," == *,kunit-m,* ]]; then
+    start=$(date +%s)
+    if (cd "$repo" && PYTHONPATH="$repo" python3 -m pytest -p no:cacheprovider -q --kunit testsuites/kunit.kunitconfig \
+            --kunit-modules --kunit-patches "$repo/kernel-patches") > "$work/modules.log" 2>&1
+    then
+        echo "modules: $(grep -E '^kunit: .*(module|built in)' "$work/modules.log" | head -3 | tr '\n' ' ')$(tail -1 "$work/modules.log") ($(( $(date +%s) - start )) s)"
+    else
+        echo "modules: FAILED (log: $work/modules.log)"; tail -5 "$work/modules.log"; status=1
+    fi
+fi
 # The last prefix, the whole series, on a debug kernel: every case passes and no sanitizer, lockdep, debug-objects or
 # kmemleak report is printed (the runner fails the case a report was printed in, or the run if no case was running).
 # The runner applies kernel-patches/ to the packaged tarball itself, in its default cache, so this is the very kernel

@@ -29,12 +29,15 @@ WITHOUT_ITS_FIX = {
     "eeprom_buffer_mock.eeprom_buffer_mock_exit_after_failed_init": "failure",
     "kunit_mock.mock_test_hardirq_context": "failure",
     "of_overlay_high_level.of_unittest_overlay_bus_depopulated": "failure",
+    "kunit-rfc-kunit-stream.rfc_kunit_stream_exit_after_failed_init": "failure",
+    "kunit-rfc-resource.rfc_resource_exit_after_failed_init": "failure",
+    "My_fabulous_test_module.my_exit_after_failed_init": "failure",
+    "kunit_mock.mock_test_copy_object_beyond_size_fails": "failure",
+    "kunit_mock.mock_test_copy_size_from_pointer_fails": "failure",
 }
 # Cases that need a boot of their own: the hardirq case fails on a lockdep report, and an oops earlier in the same
 # boot (the crashed cases above) turns lockdep off for good.
 ALONE = ("kunit_mock.mock_test_hardirq_context",)
-# Suites run whole beside the selected cases: the depopulated bus is checked after the of_overlay suite has run.
-SUITES = ("of_overlay",)
 EVIDENCE = (
     "string-stream-test.string_stream_test_append_percent FAILED at lib/kunit/string-stream-test.c:57",
     "kunit_mock.mock_test_streq_on_integer_fails CRASHED",
@@ -52,6 +55,12 @@ EVIDENCE = (
     "inconsistent lock state",
     "lock debugging found a problem: see the kernel log",
     "left by the of_overlay suite",
+    "reported under the spinlock",
+    "kunit-rfc-kunit-stream.rfc_kunit_stream_exit_after_failed_init CRASHED",
+    "kunit-rfc-resource.rfc_resource_exit_after_failed_init CRASHED",
+    "My_fabulous_test_module.my_exit_after_failed_init CRASHED",
+    "the object it points to has 2 bytes",
+    "gives its buffer 0 bytes",
 )
 
 
@@ -72,7 +81,7 @@ def run(selected: str) -> tuple[dict[str, str], str]:
 
 
 def main() -> int:
-    together = [name.split(".")[1] for name in WITHOUT_ITS_FIX if name not in ALONE] + list(SUITES)
+    together = [name.split(".")[1] for name in WITHOUT_ITS_FIX if name not in ALONE]
     outcomes, stdout = run(" or ".join(together))
     for name in ALONE:  # the same kernel: no build
         alone, console = run(name.split(".")[1])
