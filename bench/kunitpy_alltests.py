@@ -69,12 +69,14 @@ def timed_together(runs: list[tuple[list[str], Path, Path]]) -> list[float]:
         subprocess.Popen(command, cwd=cwd, env=ENV, stdout=log, stderr=subprocess.STDOUT)
         for (command, cwd, _), log in zip(runs, logs, strict=True)
     ]
-    ended = []
-    for process, log in zip(processes, logs, strict=True):
-        process.wait()
-        log.close()
-        ended.append(time.monotonic() - started)
-    return ended
+    ended: dict[int, float] = {}
+    while len(ended) < len(processes):  # each one's own end, whichever ends first (waiting in order hid it)
+        for index, process in enumerate(processes):
+            if index not in ended and process.poll() is not None:
+                ended[index] = time.monotonic() - started
+                logs[index].close()
+        time.sleep(0.2)
+    return [ended[index] for index in range(len(processes))]
 
 
 def timed(command: list[str], cwd: Path, log: Path) -> float:
