@@ -30,6 +30,11 @@ ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTW
 
 def verdicts(report: Path) -> Verdicts:
     """suite, case -> PASS, FAIL or SKIP from kunit.py's --json shape (pytest-kunit's --kunit-json writes the same)."""
+    return group_verdicts(json.loads(report.read_text()))
+
+
+def group_verdicts(top: dict[str, Any]) -> Verdicts:
+    """The verdicts of a kunit.py-shaped group whose sub-groups are suites."""
 
     def worst(group: dict[str, Any]) -> str:
         found = [case["status"] for case in group.get("test_cases", [])]
@@ -39,7 +44,7 @@ def verdicts(report: Path) -> Verdicts:
         return "SKIP" if found and all(status == "SKIP" for status in found) else "PASS"
 
     found: Verdicts = {}
-    for suite in json.loads(report.read_text())["sub_groups"]:
+    for suite in top["sub_groups"]:
         for case in suite.get("test_cases", []):
             found[(suite["name"], case["name"])] = case["status"]
         for group in suite.get("sub_groups", []):
@@ -52,25 +57,30 @@ def commands(arch: str, work: Path) -> tuple[list[str], list[str]]:
     kunitpy += [f"--build_dir={work / f'kunitpy-{arch}-build'}", f"--json={work / f'kunitpy-{arch}.json'}"]
     ours = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--kunit", "--kunit-alltests"]
     ours += [f"--kunit-arch={arch}", "-n", "2", f"--kunit-cache-dir={work / 'cache'}"]
-    ours += [f"--kunit-json={work / f'pk-{arch}.json'}"]
+    ours += [f"--kunit-json={work / f'pk-{arch}.json'}", f"--junitxml={work / f'pk-{arch}.xml'}", "-rfEs"]
     return kunitpy, ours
 
 
-def timed_together(runs: list[tuple[list[str], Path]]) -> list[float]:
-    """Start every command at once; each one's wall time."""
+def timed_together(runs: list[tuple[list[str], Path, Path]]) -> list[float]:
+    """Start every command (in its directory, output to its log) at once; each one's wall time."""
     started = time.monotonic()
-    processes = [subprocess.Popen(command, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL) for command, cwd in runs]
-    ended = []
-    for process in processes:
-        process.wait()
-        ended.append(time.monotonic() - started)
-    return ended
+    logs = [log.open("w") for _, _, log in runs]
+    processes = [
+        subprocess.Popen(command, cwd=cwd, env=ENV, stdout=log, stderr=subprocess.STDOUT)
+        for (command, cwd, _), log in zip(runs, logs, strict=True)
+    ]
+    ended: dict[int, float] = {}
+    while len(ended) < len(processes):  # each one's own end, whichever ends first (waiting in order hid it)
+        for index, process in enumerate(processes):
+            if index not in ended and process.poll() is not None:
+                ended[index] = time.monotonic() - started
+                logs[index].close()
+        time.sleep(0.2)
+    return [ended[index] for index in range(len(processes))]
 
 
-def timed(command: list[str], cwd: Path) -> float:
-    started = time.monotonic()
-    subprocess.run(command, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, check=True)
-    return time.monotonic() - started
+def timed(command: list[str], cwd: Path, log: Path) -> float:
+    return timed_together([(command, cwd, log)])[0]
 
 
 def main() -> int:
@@ -88,16 +98,19 @@ def main() -> int:
         subprocess.run(["cp", "-al", str(tree), str(copy)], check=True)
     kunitpy, ours = commands(args.arch, work)
     if not args.skip_cold:
-        cold_kunitpy, cold_ours = timed_together([(kunitpy, copy), (ours, tree)])
-        print(f"cold, started together: pytest-kunit {cold_ours:.1f} s, kunit.py {cold_kunitpy:.1f} s")
+        cold_kunitpy, cold_ours = timed_together(
+            [(kunitpy, copy, work / "cold-kunitpy.log"), (ours, tree, work / "cold-pytest-kunit.log")]
+        )
+        print(f"cold, started together: pytest-kunit {cold_ours:.1f} s, kunit.py {cold_kunitpy:.1f} s", flush=True)
     warm: list[tuple[float, float]] = []
     for pair in range(args.warm_pairs):  # alternating which goes first
+        mine_log, theirs_log = work / f"warm-{pair + 1}-pytest-kunit.log", work / f"warm-{pair + 1}-kunitpy.log"
         if pair % 2 == 0:
-            mine_s = timed(ours, tree)
-            theirs_s = timed(kunitpy, copy)
+            mine_s = timed(ours, tree, mine_log)
+            theirs_s = timed(kunitpy, copy, theirs_log)
         else:
-            theirs_s = timed(kunitpy, copy)
-            mine_s = timed(ours, tree)
+            theirs_s = timed(kunitpy, copy, theirs_log)
+            mine_s = timed(ours, tree, mine_log)
         warm.append((mine_s, theirs_s))
     theirs, mine = verdicts(work / f"kunitpy-{args.arch}.json"), verdicts(work / f"pk-{args.arch}.json")
     differing = sorted(case for case in theirs.keys() | mine.keys() if theirs.get(case) != mine.get(case))

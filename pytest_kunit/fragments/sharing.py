@@ -5,9 +5,10 @@ built from one tree with one set of patches form a group, and the group builds o
 union. Each fragment then runs, in boots of its own, exactly the suites its own kernel would hold: its configuration
 is completed alone (`syncconfig`, seconds) and membership.suites_alone reads from the union's objects which suites
 that configuration keeps, and that no source of those suites tests a symbol the two set differently (membership.py,
-from Kbuild's own records). A fragment that sets a symbol another sets otherwise, a union that does not build, and a
-fragment whose suites cannot be told for sure are built alone, as without the option: it never changes which cases a
-fragment has; the real tier compares a fragment alone and shared verdict by verdict (tests/real/test_uml.py).
+from Kbuild's own records). A fragment that sets a symbol another sets otherwise, one the architecture cannot
+configure (its own build says why; the others share without it), a union that does not build, and a fragment whose
+suites cannot be told for sure are built alone, as without the option: it never changes which cases a fragment has;
+the real tier compares a fragment alone and shared verdict by verdict (tests/real/test_uml.py).
 Out-of-tree suites join a group: the union's request places every member's folder into the tree.
 """
 
@@ -169,8 +170,23 @@ class Sharing:
 
     def groups(self) -> dict[Path, Group]:
         if self._groups is None:
-            self._groups = plan_groups(fragments_in_run(self.config), self._fragment_or_none, self._tree_of)
+            paths = fragments_in_run(self.config)
+            planned = plan_groups(paths, self._fragment_or_none, self._tree_of)
+            # A member this architecture cannot configure (6.12's drm/vc4 on UML) builds alone, which says why; the
+            # others share without it, where it would fail their union.
+            refused = {path for path in planned if not self._configurable(path)}
+            kept = [path for path in paths if path not in refused]
+            self._groups = plan_groups(kept, self._fragment_or_none, self._tree_of) if refused else planned
         return self._groups
+
+    def _configurable(self, path: Path) -> bool:
+        """Whether the member's configuration completes alone (in seconds, kept in the cache for the union's build)."""
+        request = self._request(path, self._fragment(path))
+        try:
+            completed_config(request, self.pipeline.progress())
+        except (BuildError, ConfigError):
+            return False
+        return True
 
     def _fragment_or_none(self, path: Path) -> Fragment | None:
         try:

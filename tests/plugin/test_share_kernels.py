@@ -128,6 +128,28 @@ def test_a_fragment_whose_suites_cannot_be_told_builds_alone_and_says_why(
     no_traceback(result)
 
 
+<<<<<<< /tmp/tsk.h
+=======
+def test_a_fragment_this_architecture_cannot_configure_is_refused_and_the_others_still_share(
+    pytester: pytest.Pytester, two_fragments: FakeKernel
+) -> None:
+    # As 6.12's in-tree fragments on UML: drivers/gpu/drm/vc4 asks for ARCH_BCM, which UML lacks.
+    pytester.makefile(".kunitconfig", c="CONFIG_KUNIT=y\nCONFIG_NO_SUCH_OPTION=y\n")
+    options = ("--kunit-share-kernels", "--continue-on-collection-errors")
+    result = pytester.runpytest_inprocess(*two_fragments.options(*options))
+    result.assert_outcomes(**A_AND_B, errors=1)
+    assert len(builds(two_fragments)) == 1
+    result.stdout.fnmatch_lines(
+        [
+            "*a.kunitconfig runs in the kernel shared by a.kunitconfig+b.kunitconfig*",
+            "*ERROR collecting c.kunitconfig*",
+            "*The kernel configuration does not hold what the kunitconfig asks for*",
+        ]
+    )
+    no_traceback(result)
+
+
+>>>>>>> /tmp/tsk.w
 def test_one_fragment_alone_on_the_command_line_is_not_shared(
     pytester: pytest.Pytester, two_fragments: FakeKernel
 ) -> None:

@@ -48,6 +48,8 @@ SANITIZE = "testsuites/sanitize/sanitize.kunitconfig"
 
 TARBALL_6_12 = Path("/usr/src/linux-source-6.12.tar.xz")
 TREE_6_12 = TIER_HOME / "trees" / "linux-source-6.12"
+# 6.12's in-tree fragments (each a directory holding a .kunitconfig) that share the tier's one 6.12 kernel.
+IN_TREE_6_12 = ("lib/kunit", "drivers/input/tests", "drivers/base/test", "fs/fat")
 # A pytest-kunit cache of its own for 6.12: the only lib/kunit kernel in it is the one shared with drivers/input/tests,
 # whatever the tier's own cache kept (a lib/kunit kernel of an earlier tier, which reuse would rightly prefer).
 CACHE_6_12 = TIER_HOME / "cache-6.12"
@@ -102,10 +104,11 @@ KERNELS: dict[str, TierKernel] = {
         ("--kunit-share-kernels", f"--kunit-coverage={TIER_HOME / 'coverage'}", DEBUG, SANITIZE)
     ),
     "arm64": TierKernel(("--kunit-arch=arm64", "--kunit-share-kernels", FRAMEWORK, FAULTS)),
-    # 6.12's lib/kunit shares its kernel with the tree's input core tests (one object more): test_real_6_12 compares
-    # lib/kunit's verdicts in it, case by case, with kunit.py's recorded from lib/kunit's own kernel.
+    # 6.12's lib/kunit shares its kernel with three more of the tree's own fragments, each a few objects more (the
+    # input core's, the driver model's devm and FAT's tests): test_real_6_12 compares every fragment's verdicts in it,
+    # case by case, with kunit.py's recorded from that fragment's own kernel.
     "6.12": TierKernel(
-        (f"--kunit-cache-dir={CACHE_6_12}", "--kunit-share-kernels", "lib/kunit/", "drivers/input/tests/"),
+        (f"--kunit-cache-dir={CACHE_6_12}", "--kunit-share-kernels", *(f"{path}/" for path in IN_TREE_6_12)),
         cwd=TREE_6_12,
         prepare=extract_6_12,
     ),

@@ -1,6 +1,6 @@
 """The real tier on a tree pytest-kunit was not built around: Debian's linux-source-6.12, unpatched, with the
-tree's own lib/kunit/.kunitconfig given by path from inside the tree, as a kernel developer types it, in the kernel
-it shares with the tree's drivers/input/tests (conftest.KERNELS["6.12"])."""
+tree's own fragments given by path from inside the tree, as a kernel developer types them: lib/kunit/.kunitconfig in
+the kernel it shares with three more of them (conftest.KERNELS["6.12"]), and those four in one run."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import CACHE_6_12, TREE_6_12, Kunit, Run
+from .conftest import CACHE_6_12, IN_TREE_6_12, KERNELS, TREE_6_12, Kunit, Run
 
 pytestmark = [pytest.mark.real("6.12"), pytest.mark.xdist_group("6.12")]
 
-KUNIT_PY = Path(__file__).resolve().parents[1] / "data" / "kunitpy-6.12-lib-kunit.json"
+DATA = Path(__file__).resolve().parents[1] / "data"
 IN_CACHE = f"--kunit-cache-dir={CACHE_6_12}"  # where the shared kernel is (conftest.KERNELS["6.12"])
 OUTCOMES = {"PASS": "passed", "SKIP": "skipped", "FAIL": "failure"}
 
@@ -24,7 +24,7 @@ OUTCOMES = {"PASS": "passed", "SKIP": "skipped", "FAIL": "failure"}
 @pytest.fixture
 def tree_6_12(kunit: Kunit) -> Path:
     """The tarball extracted once, where a developer keeps a tree (outside this project: the tier's own place), and
-    the kernel lib/kunit shares with drivers/input/tests built (conftest.KERNELS["6.12"])."""
+    the kernel lib/kunit shares with three more in-tree fragments built (conftest.KERNELS["6.12"])."""
     kunit.kernel("6.12")
     return TREE_6_12
 
@@ -38,11 +38,32 @@ def test_lib_kunit_in_a_shared_kernel_gives_kunit_py_s_verdicts_from_its_own(tre
     served = re.search(r"runs in the kernel built for (\S+) \(", run.stdout)
     assert served and "drivers/input/tests" in served[1], run.report()
     assert "kernel builds: 0 " in run.stdout, run.report()
-    expected = {case: OUTCOMES[status] for case, status in json.loads(KUNIT_PY.read_text())["cases"].items()}
-    assert run.outcomes == expected, run.report()
+    assert run.outcomes == kunit_py_verdicts("lib/kunit"), run.report()
     # lib/kunit's suites only: 6.12's filter takes one glob, so a boot for each suite, none for the input core's.
     boots = re.findall(r"^boot \d+: kunit\.filter_glob=(\S+)$", run.stdout, re.MULTILINE)
     assert boots and not any("input" in glob for glob in boots), run.report()
+
+
+def kunit_py_verdicts(fragment: str) -> dict[str, str]:
+    """kunit.py's verdicts for an in-tree fragment, recorded from its own kernel (tests/data), as JUnit outcomes."""
+    recorded = DATA / f"kunitpy-6.12-{fragment.replace('/', '-')}.json"
+    return {case: OUTCOMES[status] for case, status in json.loads(recorded.read_text())["cases"].items()}
+
+
+def test_in_tree_fragments_sharing_one_kernel_each_give_kunit_py_s_verdicts_from_its_own(
+    tree_6_12: Path, kunit: Kunit
+) -> None:
+    """Four of 6.12's own fragments in one run, as the tier built their one kernel: nothing is built, each runs in the
+    shared kernel its own suites, and every case ends as it did under kunit.py, which built each fragment's own kernel
+    (tests/data: recorded on the same tree and architecture). The 21-fragment form: bench/in_tree_fragments.py."""
+    run = kunit.run(*KERNELS["6.12"].args, cwd=tree_6_12)
+    assert "kernel builds: 0 " in run.stdout, run.report()
+    shared = re.findall(r"^kunit: (\S+)/\.kunitconfig runs in the kernel shared by ", run.stdout, re.MULTILINE)
+    assert sorted(shared) == sorted(IN_TREE_6_12), run.report()
+    expected: dict[str, str] = {}
+    for fragment in IN_TREE_6_12:
+        expected |= kunit_py_verdicts(fragment)
+    assert run.outcomes == expected, run.report()
 
 
 def test_the_edit_build_test_loop_lists_again_only_when_names_change(tree_6_12: Path, kunit: Kunit) -> None:
