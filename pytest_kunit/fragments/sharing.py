@@ -113,6 +113,13 @@ def shown_names(build_dir: Path, cases: Sequence[tuple[str, str]], stored: set[s
     return {names[name] for name in stored}
 
 
+def yielding(explicit: Fragment, enabled: Mapping[str, str]) -> Fragment:
+    """The members' own lines, but for one turning off what another member's configuration enables: the union holds
+    what any member asks for, and a member asking for less is read from it (6.12's drivers/clk turns off UML's PCI,
+    which DRM's fragments need there: the union keeps PCI, and clk's suites say whether it runs there)."""
+    return Fragment(tuple(e for e in explicit.entries if e.value != "n" or enabled.get(e.symbol, "n") == "n"))
+
+
 def superset(configs: Iterable[Mapping[str, str]]) -> str:
     """Fragment lines enabling every symbol one of `configs` enables (y over m), and setting every other value all
     of them that set it agree on (a string, a number); values they disagree on are left to Kconfig."""
@@ -221,9 +228,12 @@ class Sharing:
         explicit = union_fragment(self._fragment(path) for path in group.members)
         progress = pipeline.progress()
         completed = [completed_config(self._request(path, self._fragment(path)), progress) for path in group.members]
-        wanted = parse_fragment(superset(read_dotconfig(text) for text in completed), "the members' configurations")
-        wanted = wanted + explicit
-        held = read_dotconfig(completed_config(self._request(first, wanted, others), progress))
+        enabled = superset(read_dotconfig(text) for text in completed)
+        wanted = parse_fragment(enabled, "the members' configurations") + yielding(explicit, read_dotconfig(enabled))
+        # Unchecked: what Kconfig cannot keep of the members' lines together is left out, and each member's own
+        # suites (membership.py) say whether it runs on the rest.
+        drafted = completed_config(self._request(first, wanted, others), progress, checked=False)
+        held = read_dotconfig(drafted)
         kept = Fragment(tuple(entry for entry in wanted.entries if held.get(entry.symbol, "n") == entry.value))
         choice = choose_tree(pipeline.settings, first)
         request = pipeline.requests.request(first, kept, choice, self.arch, together=others)

@@ -36,11 +36,12 @@ def configure_build(request: BuildRequest, make: Make, progress: ProgressCallbac
     return configured
 
 
-def configure(request: BuildRequest, make: Make, fragment: Fragment) -> None:
+def configure(request: BuildRequest, make: Make, fragment: Fragment, checked: bool = True) -> None:
     """kunit.py's configuration: the fragment (with the architecture's needs) as `.config`, completed by Kconfig's
     defaults (kunit.py's `olddefconfig`), then `syncconfig` for the include/config files that `make` would otherwise
     write in a Kconfig pass of its own. `syncconfig` alone is not `olddefconfig`: it drops the member of an optional
-    choice that .config chose (sh4's CMDLINE_EXTEND, kunit.py's own sh line)."""
+    choice that .config chose (sh4's CMDLINE_EXTEND, kunit.py's own sh line). Unless not `checked` (a shared
+    kernel's first draft, whose lines Kconfig cannot all keep), every line of the fragment must hold."""
     dotconfig, log = make.build_dir / ".config", make.log
     previous = dotconfig.read_text() if dotconfig.exists() else None
     previous_mtime = dotconfig.stat().st_mtime_ns if dotconfig.exists() else None
@@ -56,6 +57,8 @@ def configure(request: BuildRequest, make: Make, fragment: Fragment) -> None:
     if current == previous and previous_mtime is not None:
         # Same configuration: keep the old timestamp so Kbuild does not re-run syncconfig.
         os.utime(dotconfig, ns=(previous_mtime, previous_mtime))
+    if not checked:
+        return
     try:
         check_fragment(fragment, current, request.tree.path, request.arch.make.source_arch)
     except ConfigError:
@@ -65,10 +68,11 @@ def configure(request: BuildRequest, make: Make, fragment: Fragment) -> None:
         raise
 
 
-def completed_config(request: BuildRequest, progress: ProgressCallback | None = None) -> str:
+def completed_config(request: BuildRequest, progress: ProgressCallback | None = None, checked: bool = True) -> str:
     """The `.config` the request's fragment gives on its own, Kconfig's defaults completing it, without a build:
     configured as a build is (configure) in a directory of its own in the cache, done again only when it would change
-    (sharing.py compares it with a shared kernel's). Raises ConfigError as the build would."""
+    (sharing.py compares it with a shared kernel's). Raises ConfigError as the build would, unless not `checked`:
+    then it is what Kconfig kept of the fragment."""
     fragment = full_fragment(request)
     layout = CacheLayout(request.cache_dir)
     directory = layout.config_dir(build_key(request))
@@ -83,7 +87,7 @@ def completed_config(request: BuildRequest, progress: ProgressCallback | None = 
             log.write_text(f"# pytest-kunit: the configuration of {request.tree.path} alone\n")
             options, timeout = request.make_options, request.make_timeout
             make = Make(request.tree.path, directory, request.arch, request.jobs, log, {}, options, timeout=timeout)
-            configure(request, make, fragment)
+            configure(request, make, fragment, checked)
         return (directory / ".config").read_text()
 
 

@@ -128,8 +128,6 @@ def test_a_fragment_whose_suites_cannot_be_told_builds_alone_and_says_why(
     no_traceback(result)
 
 
-<<<<<<< /tmp/tsk.h
-=======
 def test_a_fragment_this_architecture_cannot_configure_is_refused_and_the_others_still_share(
     pytester: pytest.Pytester, two_fragments: FakeKernel
 ) -> None:
@@ -149,7 +147,32 @@ def test_a_fragment_this_architecture_cannot_configure_is_refused_and_the_others
     no_traceback(result)
 
 
->>>>>>> /tmp/tsk.w
+def test_members_whose_lines_exclude_one_another_share_what_kconfig_keeps(
+    pytester: pytest.Pytester, two_fragments: FakeKernel
+) -> None:
+    # As 6.12's in-tree fragments on UML: drivers/clk turns PCI off, which DRM's fragments need there. The union
+    # keeps what d needs (c's line turning it off yields), and c, asking for less, is read from it.
+    with (two_fragments.tree / "Kconfig").open("a") as stream:
+        stream.write('\nconfig SHARE_D\n\tbool "SHARE_D"\n\tdepends on KUNIT && FAKE_SYSFS\n')
+    spec = two_fragments.spec()
+    spec["suites"].append({"name": "suite_d", "config": "SHARE_D", "cases": [{"name": "d_case"}]})
+    two_fragments.write_spec(spec)
+    pytester.makefile(
+        ".kunitconfig",
+        c="CONFIG_KUNIT=y\n# CONFIG_FAKE_SYSFS is not set\n",
+        d="CONFIG_KUNIT=y\nCONFIG_SHARE_D=y\n",
+    )
+    result = pytester.runpytest_inprocess(*two_fragments.options("--kunit-share-kernels"))
+    # c and d each hold the example suite (3 passed, 2 failed, 1 skipped), d its own passing case too.
+    result.assert_outcomes(
+        passed=A_AND_B["passed"] + 3 + 4, failed=A_AND_B["failed"] + 2 + 2, skipped=A_AND_B["skipped"] + 1 + 1
+    )
+    assert len(builds(two_fragments)) == 1
+    shared = "the kernel shared by a.kunitconfig+b.kunitconfig+c.kunitconfig+d.kunitconfig"
+    result.stdout.fnmatch_lines([f"*c.kunitconfig runs in {shared}: 2 suites*", f"*d.kunitconfig runs in {shared}: 3*"])
+    no_traceback(result)
+
+
 def test_one_fragment_alone_on_the_command_line_is_not_shared(
     pytester: pytest.Pytester, two_fragments: FakeKernel
 ) -> None:
