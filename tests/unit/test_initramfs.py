@@ -11,11 +11,9 @@ import pytest
 from pytest_kunit.errors import KunitWarning
 from pytest_kunit.guest import initramfs
 
-needs_busybox = pytest.mark.skipif(not initramfs.BUSYBOX.is_file(), reason="busybox-static is not installed")
 NEEDS = "CONFIG_DEBUG_FS=y\nCONFIG_BLK_DEV_INITRD=y\nCONFIG_BINFMT_ELF=y\nCONFIG_BINFMT_SCRIPT=y\n"
 
 
-@needs_busybox
 def test_the_initramfs_holds_init_busybox_and_a_console(tmp_path: Path) -> None:
     path = initramfs.initramfs(tmp_path, "--kunit-coverage")
     assert initramfs.initramfs(tmp_path, "--kunit-coverage") == path  # built once
