@@ -24,32 +24,28 @@ run's kunit.py-shaped JSON) equals kunit.py's. Run as root (runuser). Exit 0 whe
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import pwd
 import re
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from kunitpy_alltests import ENV, Verdicts, verdicts
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: its tests' second host
+
+from tests.second_host import as_user, socket_server
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p"]
 PYTEST += ["no:benchmark", "--kunit", "--kunit-alltests", "--kunit-arch=um"]
 BOOTS = re.compile(r"^kernel builds: \d+ \([^)]*\); guest boots: (\d+)", re.MULTILINE)
 FETCHED = re.compile(r"^kernel images fetched from the controller by hosts .*: (\d+) \(([\d.]+) MB\)", re.MULTILINE)
-
-
-def as_user(user: str) -> list[str]:
-    return ["runuser", "-u", user, "--"]
 
 
 def ready_second_host(user: str, tree: Path, scratch: Path) -> tuple[Path, Path]:
@@ -71,34 +67,6 @@ def ready_second_host(user: str, tree: Path, scratch: Path) -> tuple[Path, Path]
         subprocess.run(["cp", "-al", str(tree), str(copy)], check=True)
         shutil.chown(copy, user, user)  # only its top: xdist writes pytest's package there
     return python, copy
-
-
-@contextlib.contextmanager
-def socket_server(user: str, python: Path, log: Path) -> Iterator[str]:
-    """execnet's socket server as the user, in its own environment; yields its address."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        address = f"127.0.0.1:{probe.getsockname()[1]}"
-    home = pwd.getpwnam(user).pw_dir
-    command = [*as_user(user), "env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin", str(python), "-u"]
-    with log.open("w") as stream:
-        server = subprocess.Popen(
-            [*command, "-m", "execnet.script.socketserver", address],
-            cwd=home,
-            stdout=stream,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        while "Entering Accept loop" not in log.read_text():
-            if server.poll() is not None:
-                raise SystemExit(f"the socket server ended: {log.read_text()}")
-            time.sleep(0.1)
-        yield address
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
 
 
 def run(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:

@@ -7,14 +7,9 @@ boots it from the controller's cache, the second host fetches its image once int
 
 from __future__ import annotations
 
-import contextlib
-import os
 import pwd
 import re
-import signal
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +18,7 @@ import pytest
 
 from pytest_kunit.kernel.image import file_digest
 
+from ..second_host import as_user, socket_server
 from .conftest import FAULTS, FRAMEWORK, ROOT, TIER_CACHE, Kunit
 
 pytestmark = [pytest.mark.real("um"), pytest.mark.xdist_group("um")]
@@ -45,10 +41,6 @@ class SecondHost:
     cache: Path  # its pytest-kunit cache (its own XDG default)
 
 
-def as_user() -> list[str]:
-    return ["runuser", "-u", USER, "--"] if os.geteuid() == 0 else ["sudo", "-n", "-u", USER, "--"]
-
-
 @pytest.fixture
 def second_host(tmp_path: Path) -> Iterator[SecondHost]:
     """The second host's socket server, started as its user with an empty cache and a fresh checkout of the project;
@@ -60,37 +52,15 @@ def second_host(tmp_path: Path) -> Iterator[SecondHost]:
     python = home / ".venv" / "bin" / "python"
     assert python.exists(), f"{USER} has no {python}: scripts/setup.sh --test makes it"
     checkout, cache = home / "project", home / ".cache" / "pytest-kunit"
-    subprocess.run([*as_user(), "rm", "-rf", str(checkout), str(cache)], check=True)
-    subprocess.run([*as_user(), "mkdir", "-p", str(checkout)], check=True)
+    subprocess.run([*as_user(USER), "rm", "-rf", str(checkout), str(cache)], check=True)
+    subprocess.run([*as_user(USER), "mkdir", "-p", str(checkout)], check=True)
     # Written by its user from a tar stream: it cannot read this checkout, wherever it lies.
     packed = subprocess.run(
         ["tar", "-C", str(ROOT), "--exclude=__pycache__", "-cf", "-", *CHECKOUT], check=True, capture_output=True
     )
-    subprocess.run([*as_user(), "tar", "-C", str(checkout), "-xf", "-"], input=packed.stdout, check=True)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        address = f"127.0.0.1:{probe.getsockname()[1]}"
-    log = tmp_path / "socket-server.log"
-    # Its own environment, as a login on another machine has: nothing of this session's (PYTHONPATH, caches).
-    command = [*as_user(), "env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin", str(python), "-u"]
-    with log.open("w") as stream:
-        server = subprocess.Popen(
-            [*command, "-m", "execnet.script.socketserver", address],
-            cwd=home,
-            stdout=stream,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + 30
-        while "Entering Accept loop" not in log.read_text():
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
+    subprocess.run([*as_user(USER), "tar", "-C", str(checkout), "-xf", "-"], input=packed.stdout, check=True)
+    with socket_server(USER, python, tmp_path / "socket-server.log") as address:
         yield SecondHost(address, checkout, cache)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(server.pid, signal.SIGKILL)
-        server.wait(timeout=10)
 
 
 def test_a_run_over_two_hosts_gives_the_single_host_verdicts(kunit: Kunit, second_host: SecondHost) -> None:
