@@ -4,7 +4,6 @@ evaluated by the real make on small fake trees, suite tables are read from objec
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -21,8 +20,6 @@ from pytest_kunit.kbuild.membership import (
     unrepresentable,
 )
 from pytest_kunit.kbuild.suitetable import Opaque, suite_names
-
-pytestmark = pytest.mark.skipif(not (shutil.which("make") and shutil.which("gcc")), reason="needs make and gcc")
 
 CANDIDATES = ["lib/a.o", "lib/p1.o", "lib/p2.o", "lib/x.o", "foo/f.o", "foo/wrong.o", "foo/sub/s.o", "arch/x86/lib/y.o"]
 

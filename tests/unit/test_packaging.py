@@ -53,25 +53,9 @@ def test_plain_tox_runs_the_fast_tiers_and_the_real_tier_has_an_env_of_its_own()
     assert "-m real" in tox["testenv:real"]["commands"]
 
 
-def test_optional_test_tools_missing_skip_their_checks_and_nothing_else(tmp_path: Path) -> None:
-    """Without kcidb-io (the test extra's), the checks against its schema are skipped; every other test runs."""
-    # A basetemp of its own: a new numbered one removes the oldest in /tmp/pytest-of-$USER, and removing a whole
-    # plugin-tier run's (its fake trees) took this test from 3 s to 88 s.
-    script = (
-        "import sys, pytest\n"
-        "sys.modules['kcidb_io'] = None  # as if not installed\n"
-        "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:xdist', '-k', 'not real', "
-        f"'--basetemp={tmp_path / 'inner'}', 'tests/unit/test_kcidb.py']))\n"
-    )
-    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert re.search(r"\d+ passed, \d+ skipped", result.stdout), result.stdout
-
-
 def test_nothing_a_local_environment_makes_is_tracked() -> None:
     tracked = subprocess.run(["git", "ls-files", ".venv"], cwd=ROOT, capture_output=True, text=True)
-    if tracked.returncode != 0:
-        pytest.skip("not a git checkout")
+    assert tracked.returncode == 0, f"the tests run from a git checkout: {tracked.stderr}"
     assert tracked.stdout == ""
     assert ".venv" in (ROOT / ".gitignore").read_text().split()
 

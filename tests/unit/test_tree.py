@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,6 @@ from pytest_kunit.kernel.tree import (
     patch_files,
     patch_series,
 )
-
-needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 COVER_LETTER = """\
 From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
@@ -151,7 +148,6 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
-@needs_git
 def test_a_good_patch_applies(tree: Path, tmp_path: Path) -> None:
     good = tmp_path / "0001-good.patch"
     good.write_text(GOOD)
@@ -163,7 +159,6 @@ def test_a_good_patch_applies(tree: Path, tmp_path: Path) -> None:
     apply_patches(tree, [])
 
 
-@needs_git
 def test_a_plain_unified_diff_applies(tree: Path, tmp_path: Path) -> None:
     plain = tmp_path / "fix.diff"
     plain.write_text(PLAIN)
@@ -172,7 +167,6 @@ def test_a_plain_unified_diff_applies(tree: Path, tmp_path: Path) -> None:
     assert (tree / "lib" / "kunit" / "hello.c").read_text() == "line one\nline 2\nline three\n"
 
 
-@needs_git
 def test_a_bad_patch_raises_naming_the_patch_and_the_file(tree: Path, tmp_path: Path) -> None:
     patches = tmp_path / "patches"
     patches.mkdir()
@@ -191,7 +185,6 @@ def test_a_bad_patch_raises_naming_the_patch_and_the_file(tree: Path, tmp_path: 
     assert (tree / "lib" / "kunit" / "hello.c").read_text() == "line one\nline two\nline three\n"
 
 
-@needs_git
 def test_the_first_failing_patch_of_a_series_is_named(tree: Path, tmp_path: Path) -> None:
     good = tmp_path / "0001-good.patch"
     good.write_text(GOOD)
@@ -203,7 +196,6 @@ def test_the_first_failing_patch_of_a_series_is_named(tree: Path, tmp_path: Path
     assert (tree / "lib" / "kunit" / "hello.c").read_text() == "line one\nline 2\nline three\n"
 
 
-@needs_git
 def test_patch_for_a_missing_file_names_the_file(tree: Path, tmp_path: Path) -> None:
     missing = tmp_path / "0001-missing.patch"
     missing.write_text(GOOD.replace("lib/kunit/hello.c", "lib/kunit/absent.c"))
@@ -216,7 +208,6 @@ def test_patch_for_a_missing_file_names_the_file(tree: Path, tmp_path: Path) -> 
 # --- a directory source with patches, prepared while another process may be compiling it ---------------------------
 
 
-@needs_git
 def test_a_tree_built_in_place_is_named_by_its_real_path(tmp_path: Path) -> None:
     """A user's tree reached through a link: make compiles it by its real path, so the build and what reads its
     output (crash decoding, coverage) get that path."""
