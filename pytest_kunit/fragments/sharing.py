@@ -2,7 +2,9 @@
 
 Before the first build, the fragments the run will collect are found (the same walk on every xdist worker); those
 built from one tree with one set of patches form a group, and the group builds one kernel from all their lines, the
-union. Each fragment then runs, in boots of its own, exactly the suites its own kernel would hold: its configuration
+union; a group is first split, in order, into the parts whose union Kconfig (no build) shows able to stand for each
+member's own kernel (6.12's 21 in-tree fragments: one debugging LOCKDEP or UBSAN in would rule out all the others).
+Each fragment then runs, in boots of its own, exactly the suites its own kernel would hold: its configuration
 is completed alone (`syncconfig`, seconds) and membership.suites_alone reads from the union's objects which suites
 that configuration keeps, and that no source of those suites tests a symbol the two set differently (membership.py,
 from Kbuild's own records). A fragment that sets a symbol another sets otherwise, one the architecture cannot
@@ -84,6 +86,19 @@ def plan_groups(
             group = Group(tuple(chosen))
             groups.update((path, group) for path in chosen)
     return groups
+
+
+def partition(members: Sequence[Path], fits: Callable[[tuple[Path, ...]], bool]) -> list[Group]:
+    """The members in kernels of their own: each joins the first earlier part whose kernel, with it, still `fits`
+    every member, or starts one. Parts of one member are left out (built alone)."""
+    parts: list[list[Path]] = []
+    for path in members:
+        joined = next((part for part in parts if fits((*part, path))), None)
+        if joined is None:
+            parts.append([path])
+        else:
+            joined.append(path)
+    return [Group(tuple(part)) for part in parts if len(part) > 1]
 
 
 def union_fragment(fragments: Iterable[Fragment]) -> Fragment:
@@ -183,8 +198,44 @@ class Sharing:
             # others share without it, where it would fail their union.
             refused = {path for path in planned if not self._configurable(path)}
             kept = [path for path in paths if path not in refused]
-            self._groups = plan_groups(kept, self._fragment_or_none, self._tree_of) if refused else planned
+            lined = plan_groups(kept, self._fragment_or_none, self._tree_of) if refused else planned
+            # A union is only worth building for the members it can stand for: 6.12's drivers/gpu/drm/xe turns on
+            # LOCKDEP and net/sunrpc UBSAN, which every other in-tree fragment's kernel lacks.
+            self._groups = {}
+            for group in dict.fromkeys(lined.values()):
+                for part in partition(group.members, self._fits):
+                    self._groups.update((path, part) for path in part.members)
         return self._groups
+
+    def _fits(self, members: tuple[Path, ...]) -> bool:
+        """Whether one kernel can stand for each member's own, as its configuration drafted (Kconfig, no build)
+        tells (membership.before_build); says why not."""
+        _, drafted, tree = self._draft(members)
+        held = read_dotconfig(drafted)
+        for path in members:
+            why = membership.before_build(tree, held, read_dotconfig(self._alone(path)))
+            if why:
+                joining, others = self._shown(members[-1]), "+".join(self._shown(path) for path in members[:-1])
+                self.pipeline.progress().phase(
+                    f"{joining} does not join the kernel of {others}: for {self._shown(path)}, {why}"
+                )
+                return False
+        return True
+
+    def _alone(self, path: Path) -> str:
+        """The member's configuration completed alone (in the cache: asked again, it is read)."""
+        return completed_config(self._request(path, self._fragment(path)), self.pipeline.progress())
+
+    def _draft(self, members: Sequence[Path]) -> tuple[Fragment, str, Path]:
+        """The union's lines, the configuration Kconfig completes from them, and the tree: every symbol any member's
+        completed configuration enables (a fragment's lines alone would let one member's EXPERT=y turn off defaults
+        the others keep), then every member's own lines. Unchecked: what Kconfig cannot keep of the members' lines
+        together is left out, and each member's own suites (membership.py) say whether it runs on the rest."""
+        explicit = union_fragment(self._fragment(path) for path in members)
+        enabled = superset(read_dotconfig(self._alone(path)) for path in members)
+        wanted = parse_fragment(enabled, "the members' configurations") + yielding(explicit, read_dotconfig(enabled))
+        request = self._request(members[0], wanted, members[1:])
+        return wanted, completed_config(request, self.pipeline.progress(), checked=False), request.tree.path
 
     def _configurable(self, path: Path) -> bool:
         """Whether the member's configuration completes alone (in seconds, kept in the cache for the union's build)."""
@@ -220,19 +271,11 @@ class Sharing:
         return self._unions[group]
 
     def _build_union(self, group: Group, key: str) -> Kernel:
-        """A kernel whose configuration holds each member's own: every symbol any member's completed configuration
-        enables (a fragment's lines alone would let one member's EXPERT=y turn off defaults the others keep), then
-        every member's own lines; whatever Kconfig does not keep of it is left out before the build, so that the
-        build's check of its lines passes and membership.py finds what the union lacks."""
+        """A kernel whose configuration holds each member's own (_draft); whatever Kconfig does not keep of its lines
+        is left out before the build, so that the build's check of its lines passes and membership.py finds what the
+        union lacks."""
         pipeline, first, others = self.pipeline, group.members[0], group.members[1:]
-        explicit = union_fragment(self._fragment(path) for path in group.members)
-        progress = pipeline.progress()
-        completed = [completed_config(self._request(path, self._fragment(path)), progress) for path in group.members]
-        enabled = superset(read_dotconfig(text) for text in completed)
-        wanted = parse_fragment(enabled, "the members' configurations") + yielding(explicit, read_dotconfig(enabled))
-        # Unchecked: what Kconfig cannot keep of the members' lines together is left out, and each member's own
-        # suites (membership.py) say whether it runs on the rest.
-        drafted = completed_config(self._request(first, wanted, others), progress, checked=False)
+        wanted, drafted, _ = self._draft(group.members)
         held = read_dotconfig(drafted)
         kept = Fragment(tuple(entry for entry in wanted.entries if held.get(entry.symbol, "n") == entry.value))
         choice = choose_tree(pipeline.settings, first)

@@ -82,6 +82,23 @@ def differing(union: Mapping[str, str], alone: Mapping[str, str]) -> set[str]:
     return {symbol for symbol in union.keys() | alone.keys() if union.get(symbol, "n") != alone.get(symbol, "n")}
 
 
+def before_build(tree: Path, union: Mapping[str, str], alone: Mapping[str, str]) -> str:
+    """Why the union kernel cannot stand for the fragment's, told from the two configurations alone (sharing.py asks
+    before building a union): a setting of the fragment's the union lacks, or a differing symbol named by the
+    Makefiles read for every object (UBSAN, KCSAN, FUNCTION_TRACER: every object is compiled otherwise). "" if
+    neither."""
+    wrong = unrepresentable(union, alone)
+    if wrong:
+        return f"the union kernel cannot stand for this configuration: {', '.join(wrong[:5])}"
+    everywhere = global_mentions(tree, differing(union, alone))
+    if everywhere:
+        return (
+            f"the Makefiles read for every object name symbols the configurations set differently "
+            f"({', '.join(everywhere[:3])}): every object may be compiled otherwise"
+        )
+    return ""
+
+
 MAKEFILES = ("Makefile", "Kbuild")
 COMPILE_TIMEOUT = 1800  # seconds to compile one object again: far above any kernel object's compile
 # Read by make for every object (compiler flags: KASAN, GCOV, debug info...): a symbol they name that the two
@@ -249,9 +266,9 @@ def suites_alone(
             f"{tree}/include/kunit/test.h does not define struct kunit_suite as starting with char "
             f"name[{SUITE_NAME_BYTES}], where the suite tables' names are read"
         )
-    wrong = unrepresentable(union, alone)
-    if wrong:
-        raise Unknown(f"the union kernel cannot stand for this configuration: {', '.join(wrong[:5])}")
+    ruled_out = before_build(tree, union, alone)
+    if ruled_out:
+        raise Unknown(ruled_out)
     symbols = differing(union, alone)
     objects = suite_objects(build_dir)
     linked = _linked(tree, build_dir, union, alone, [item.path for item in objects], scratch)
@@ -270,12 +287,6 @@ def suites_alone(
                 raise Unknown(_tests(item, tested))
             continue
         kept.append(item)
-    everywhere = global_mentions(tree, symbols)
-    if everywhere:
-        raise Unknown(
-            f"the Makefiles read for every object name symbols the configurations set differently "
-            f"({', '.join(everywhere[:3])}): every object may be compiled otherwise"
-        )
     extra = _only_alone(tree, build_dir, union, alone, symbols, scratch)
     if extra:
         raise Unknown(f"the fragment's own kernel would link what the union's does not: {', '.join(extra[:5])}")

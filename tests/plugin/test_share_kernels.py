@@ -173,6 +173,29 @@ def test_members_whose_lines_exclude_one_another_share_what_kconfig_keeps(
     no_traceback(result)
 
 
+def test_a_fragment_whose_debugging_would_change_every_other_kernel_builds_apart_and_the_others_share(
+    pytester: pytest.Pytester, two_fragments: FakeKernel
+) -> None:
+    # As 6.12's in-tree fragments: drivers/gpu/drm/xe turns on LOCKDEP, which turns off the spinlock inlining
+    # (INLINE_*, on by default) every other fragment's kernel has: a union of all could stand for none of the others.
+    with (two_fragments.tree / "Kconfig").open("a") as stream:
+        stream.write('\nconfig SHARE_LOCKDEP\n\tbool "SHARE_LOCKDEP"\n\tdepends on KUNIT\n')
+        stream.write('\nconfig SHARE_INLINE\n\tbool "SHARE_INLINE"\n\tdefault y\n\tdepends on !SHARE_LOCKDEP\n')
+    pytester.makefile(".kunitconfig", e="CONFIG_KUNIT=y\nCONFIG_SHARE_LOCKDEP=y\n")
+    result = pytester.runpytest_inprocess(*two_fragments.options("--kunit-share-kernels"))
+    # e holds the example suite (3 passed, 2 failed, 1 skipped).
+    result.assert_outcomes(passed=A_AND_B["passed"] + 3, failed=A_AND_B["failed"] + 2, skipped=A_AND_B["skipped"] + 1)
+    assert len(builds(two_fragments)) == 2  # a and b's kernel, e's alone: no union that stands for nobody
+    result.stdout.fnmatch_lines(
+        [
+            "*e.kunitconfig does not join the kernel of a.kunitconfig+b.kunitconfig: for a.kunitconfig, the union "
+            "kernel cannot stand for this configuration: CONFIG_SHARE_INLINE=y (union: not set)*",
+            "*a.kunitconfig runs in the kernel shared by a.kunitconfig+b.kunitconfig: *",
+        ]
+    )
+    no_traceback(result)
+
+
 def test_one_fragment_alone_on_the_command_line_is_not_shared(
     pytester: pytest.Pytester, two_fragments: FakeKernel
 ) -> None:

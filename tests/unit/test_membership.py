@@ -12,6 +12,7 @@ import pytest
 from pytest_kunit.kbuild.kbuildlists import MakeFailed, built_in, evaluate, write_autoconf
 from pytest_kunit.kbuild.membership import (
     Unknown,
+    before_build,
     differing,
     directories_naming,
     fixdep_symbols,
@@ -304,3 +305,23 @@ def test_a_tree_whose_suites_do_not_start_with_their_name_is_unknown(tree: Path,
 def test_a_fragment_the_union_cannot_stand_for_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
     with pytest.raises(Unknown, match="CONFIG_FOO=y"):
         suites_alone(tree, build, UNION, {"CONFIG_FOO": "y"}, tmp_path / "s")
+
+
+def test_before_a_build_a_setting_the_union_lacks_or_a_symbol_every_object_reads_rules_the_union_out(
+    tmp_path: Path,
+) -> None:
+    tree = write(
+        tmp_path,
+        {
+            "Makefile": "ifdef CONFIG_UBSAN\nKBUILD_CFLAGS += -fsanitize=undefined\nendif\n",
+            "scripts/Makefile.build": "# nothing of the configuration\n",
+            "drivers/Makefile": "obj-$(CONFIG_DRM) += drm/\n",
+        },
+    )
+    kunit = {"CONFIG_KUNIT": "y", "CONFIG_INLINE_SPIN_UNLOCK_IRQ": "y"}
+    assert before_build(tree, kunit | {"CONFIG_DRM": "y"}, kunit) == ""  # asks for less, in a directory's Makefile
+    lockdep = before_build(tree, {"CONFIG_KUNIT": "y", "CONFIG_LOCKDEP": "y"}, kunit)
+    assert lockdep.endswith("cannot stand for this configuration: CONFIG_INLINE_SPIN_UNLOCK_IRQ=y (union: not set)")
+    assert "(Makefile:1): every object may be compiled otherwise" in before_build(
+        tree, kunit | {"CONFIG_UBSAN": "y"}, kunit
+    )

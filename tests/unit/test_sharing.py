@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit.fragments.sharing import Group, plan_groups, shown_names, superset, union_fragment
+from pytest_kunit.fragments.sharing import Group, partition, plan_groups, shown_names, superset, union_fragment
 from pytest_kunit.kbuild import membership
 from pytest_kunit.kernel.kconfig import Fragment, parse_fragment
 
@@ -107,3 +107,17 @@ def test_the_superset_enables_what_any_member_enables_and_keeps_values_all_agree
         "CONFIG_KUNIT=y",
         "CONFIG_NAMESPACES=y",  # EXPERT=y alone would turn it off: the union keeps what the kunit kernel has
     ]
+
+
+def test_each_member_joins_the_first_part_whose_kernel_still_fits_every_member() -> None:
+    # As 6.12's in-tree fragments: x turns on LOCKDEP and fits no one; u and v turn on UBSAN and fit each other.
+    a, b, x, c, u, v = (Path(f"/tree/{name}/.kunitconfig") for name in "abxcuv")
+    debugging = {x: "lockdep", u: "ubsan", v: "ubsan"}
+    asked: list[tuple[Path, ...]] = []
+
+    def fits(members: tuple[Path, ...]) -> bool:
+        asked.append(members)
+        return len({debugging.get(member, "") for member in members}) == 1
+
+    assert partition([a, b, x, c, u, v], fits) == [Group((a, b, c)), Group((u, v))]
+    assert asked == [(a, b), (a, b, x), (a, b, c), (a, b, c, u), (x, u), (a, b, c, v), (x, v), (u, v)]

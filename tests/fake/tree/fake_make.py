@@ -72,7 +72,7 @@ def kconfig_files(path: Path) -> Iterator[str]:
 
 
 def symbols() -> tuple[dict[str, list[str]], set[str]]:
-    """Each symbol's dependencies, and the symbols that default to y."""
+    """Each symbol's dependencies ("!X" for one off), and the symbols that default to y."""
     defined: dict[str, list[str]] = {}
     on_by_default: set[str] = set()
     name = None
@@ -83,7 +83,7 @@ def symbols() -> tuple[dict[str, list[str]], set[str]]:
             defined[name] = []
         need = re.match(r"\s+depends on (.*)", line)
         if need and name:
-            defined[name] += re.findall(r"\w+", need.group(1))
+            defined[name] += re.findall(r"!?\w+", need.group(1))  # "!X": only while X is off
         if name and re.match(r"\s+default y", line):
             on_by_default.add(name)
     return defined, on_by_default
@@ -107,7 +107,7 @@ def olddefconfig(dotconfig: Path) -> None:
     while changed:
         changed = False
         for name in list(values):
-            if name not in defined or any(dep not in values for dep in defined[name]):
+            if name not in defined or any((dep.lstrip("!") in values) == dep.startswith("!") for dep in defined[name]):
                 del values[name]
                 changed = True
     # As Kconfig's, the symbols left off stay written off: a second pass (syncconfig after olddefconfig) keeps them so.
