@@ -23,7 +23,7 @@ from ..kbuild import membership
 from ..kbuild.membership import unrepresentable
 from ..kernel.build_records import RECORD, BuildRecord, image_digest
 from ..kernel.build_request import BuildRequest, build_dir_of
-from ..kernel.configuring import completed_config
+from ..kernel.configuring import completed_config, completed_flags, flags_of
 from ..kernel.kconfig import parse_fragment, read_dotconfig
 from ..kernel.out_of_tree import suite_dir_for
 from ..model import Kernel
@@ -83,9 +83,7 @@ class Reuse:
             if unrepresentable(held, alone):
                 continue  # the cheap refusal: a setting of the fragment's own that this kernel lacks
             image = directory / request.arch.make.image
-            if not self._served_before(image, alone_text) and not self._covers(
-                path, request.tree.path, directory, held, alone
-            ):
+            if not self._served_before(image, alone_text) and not self._covers(path, request, directory, held, alone):
                 continue
             described = f"the kernel built for {record.label or 'another fragment'} ({directory})"
             served = self._served(path, key, request, choice, record, described)
@@ -101,13 +99,18 @@ class Reuse:
             return False
         return load_shared_suites(self.pipeline.settings.cache_dir, served_key(digest, alone_text)) is not None
 
-    def _covers(self, path: Path, tree: Path, directory: Path, held: dict[str, str], alone: dict[str, str]) -> bool:
+    def _covers(
+        self, path: Path, request: BuildRequest, directory: Path, held: dict[str, str], alone: dict[str, str]
+    ) -> bool:
         """membership's answer from the kernel's build as it stands, before anything is built to bring it up to date
         (own_suites asks again of the kernel as it then is)."""
         try:
+            why = membership.before_build(held, alone, flags_of(request, directory), completed_flags(request))
+            if why:
+                raise membership.Unknown(why)
             with tempfile.TemporaryDirectory(dir=self.pipeline.settings.cache_dir) as scratch:
-                membership.suites_alone(tree, directory, held, alone, Path(scratch))
-        except (membership.Unknown, OSError) as why:
+                membership.suites_alone(request.tree.path, directory, held, alone, Path(scratch))
+        except (membership.Unknown, BuildError, OSError) as why:
             shown = shown_path(path.resolve(), self.config.invocation_params.dir.resolve())
             self.pipeline.progress().phase(f"{shown} does not run in the kernel in {directory}: {why}")
             return False

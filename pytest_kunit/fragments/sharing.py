@@ -30,7 +30,7 @@ from ..host.cache import load_shared_suites, save_shared_suites
 from ..kbuild import membership
 from ..kernel.assembly import assemble
 from ..kernel.build_request import BuildRequest
-from ..kernel.configuring import completed_config
+from ..kernel.configuring import completed_config, completed_flags, flags_of
 from ..kernel.kconfig import Fragment, parse_fragment, read_dotconfig
 from ..kernel.out_of_tree import suite_dir_for
 from ..kernel.treechoice import choose_tree
@@ -210,10 +210,13 @@ class Sharing:
     def _fits(self, members: tuple[Path, ...]) -> bool:
         """Whether one kernel can stand for each member's own, as its configuration drafted (Kconfig, no build)
         tells (membership.before_build); says why not."""
-        _, drafted, tree = self._draft(members)
+        _, drafted, flags = self._draft(members)
         held = read_dotconfig(drafted)
         for path in members:
-            why = membership.before_build(tree, held, read_dotconfig(self._alone(path)))
+            alone = self._request(path, self._fragment(path))
+            why = membership.before_build(
+                held, read_dotconfig(self._alone(path)), flags, completed_flags(alone, self.pipeline.progress())
+            )
             if why:
                 joining, others = self._shown(members[-1]), "+".join(self._shown(path) for path in members[:-1])
                 self.pipeline.progress().phase(
@@ -226,16 +229,19 @@ class Sharing:
         """The member's configuration completed alone (in the cache: asked again, it is read)."""
         return completed_config(self._request(path, self._fragment(path)), self.pipeline.progress())
 
-    def _draft(self, members: Sequence[Path]) -> tuple[Fragment, str, Path]:
-        """The union's lines, the configuration Kconfig completes from them, and the tree: every symbol any member's
-        completed configuration enables (a fragment's lines alone would let one member's EXPERT=y turn off defaults
-        the others keep), then every member's own lines. Unchecked: what Kconfig cannot keep of the members' lines
-        together is left out, and each member's own suites (membership.py) say whether it runs on the rest."""
+    def _draft(self, members: Sequence[Path]) -> tuple[Fragment, str, dict[str, str]]:
+        """The union's lines, the configuration Kconfig completes from them, and its compile flags. The lines: every
+        symbol any member's completed configuration enables (a fragment's lines alone would let one member's EXPERT=y
+        turn off defaults the others keep), then every member's own lines. Unchecked: what Kconfig cannot keep of the
+        members' lines together is left out, and each member's own suites (membership.py) say whether it runs on the
+        rest."""
         explicit = union_fragment(self._fragment(path) for path in members)
         enabled = superset(read_dotconfig(self._alone(path)) for path in members)
         wanted = parse_fragment(enabled, "the members' configurations") + yielding(explicit, read_dotconfig(enabled))
         request = self._request(members[0], wanted, members[1:])
-        return wanted, completed_config(request, self.pipeline.progress(), checked=False), request.tree.path
+        progress = self.pipeline.progress()
+        drafted = completed_config(request, progress, checked=False)
+        return wanted, drafted, completed_flags(request, progress, checked=False)
 
     def _configurable(self, path: Path) -> bool:
         """Whether the member's configuration completes alone (in seconds, kept in the cache for the union's build)."""
@@ -315,6 +321,11 @@ def own_suites(
             suites = known
         else:
             shared = read_dotconfig((build_dir / ".config").read_text())
+            why = membership.before_build(
+                shared, read_dotconfig(alone_text), flags_of(request, build_dir), completed_flags(request)
+            )
+            if why:
+                raise membership.Unknown(why)
             with tempfile.TemporaryDirectory(dir=pipeline.settings.cache_dir) as scratch:
                 stored = membership.suites_alone(
                     kernel.tree, build_dir, shared, read_dotconfig(alone_text), Path(scratch)

@@ -13,9 +13,9 @@ fragment's comes from it (KUnit's executor includes its own tests only with CONF
 
 Makefiles could link into the fragment's kernel a suite the bigger one lacks (`ifneq`, `ifndef`, an `else`): every
 directory whose Kbuild file names a differing symbol is evaluated under both configurations, and the fragment's may
-list nothing the union's does not. A differing symbol named by the Makefiles read for every object (the top
-Makefile, scripts/Makefile.*, the arch Makefile: compiler flags such as KASAN's or GCOV's) is Unknown. Whatever cannot
-be told for sure raises Unknown.
+list nothing the union's does not. The flags every object is compiled with (KASAN's, GCOV's, UBSAN's) are make's to
+evaluate for each configuration (kernel/configuring.compile_flags): before_build, asked first, compares them. Whatever
+cannot be told for sure raises Unknown.
 
 Names are those stored in the objects; the series' module_test() suites are renamed at boot, and
 sharing.shown_names pairs those with the printed names.
@@ -82,28 +82,25 @@ def differing(union: Mapping[str, str], alone: Mapping[str, str]) -> set[str]:
     return {symbol for symbol in union.keys() | alone.keys() if union.get(symbol, "n") != alone.get(symbol, "n")}
 
 
-def before_build(tree: Path, union: Mapping[str, str], alone: Mapping[str, str]) -> str:
-    """Why the union kernel cannot stand for the fragment's, told from the two configurations alone (sharing.py asks
-    before building a union): a setting of the fragment's the union lacks, or a differing symbol named by the
-    Makefiles read for every object (UBSAN, KCSAN, FUNCTION_TRACER: every object is compiled otherwise). "" if
-    neither."""
+def before_build(
+    union: Mapping[str, str], alone: Mapping[str, str], union_flags: Mapping[str, str], alone_flags: Mapping[str, str]
+) -> str:
+    """Why the union kernel cannot stand for the fragment's, told before either is built (sharing.py asks before
+    building a union): a setting of the fragment's the union lacks (unrepresentable), or other flags for every
+    object (the configurations' compile flags as make evaluates them: UBSAN, KCSAN, FUNCTION_TRACER). "" if neither."""
     wrong = unrepresentable(union, alone)
     if wrong:
         return f"the union kernel cannot stand for this configuration: {', '.join(wrong[:5])}"
-    everywhere = global_mentions(tree, differing(union, alone))
-    if everywhere:
-        return (
-            f"the Makefiles read for every object name symbols the configurations set differently "
-            f"({', '.join(everywhere[:3])}): every object may be compiled otherwise"
-        )
+    flags = sorted(
+        name for name in union_flags.keys() | alone_flags.keys() if union_flags.get(name) != alone_flags.get(name)
+    )
+    if flags:
+        return f"every object is compiled with other flags ({', '.join(flags[:4])} as make evaluates them)"
     return ""
 
 
 MAKEFILES = ("Makefile", "Kbuild")
 COMPILE_TIMEOUT = 1800  # seconds to compile one object again: far above any kernel object's compile
-# Read by make for every object (compiler flags: KASAN, GCOV, debug info...): a symbol they name that the two
-# configurations set differently compiles every object otherwise.
-GLOBAL_MAKEFILES = ("Makefile", "scripts/Makefile.*", "arch/*/Makefile*")
 
 
 def _record(build_dir: Path, path: str) -> CmdRecord:
@@ -169,20 +166,6 @@ def registers_alone(build_dir: Path, path: str, scratch: Path) -> tuple[str, ...
 
 def _naming(symbols: set[str]) -> re.Pattern[str]:
     return re.compile(r"\bCONFIG_(?:" + "|".join(sorted(re.escape(s[7:]) for s in symbols)) + r")\b")
-
-
-def global_mentions(tree: Path, symbols: set[str]) -> list[str]:
-    """`file:line` of each line of the Makefiles read for every object (GLOBAL_MAKEFILES) naming one of `symbols`."""
-    if not symbols:
-        return []
-    names = _naming(symbols)
-    found = []
-    for pattern in GLOBAL_MAKEFILES:
-        for path in sorted(tree.glob(pattern)):
-            if path.is_file():
-                lines = path.read_text(errors="replace").splitlines()
-                found += [f"{path.relative_to(tree)}:{n}" for n, line in enumerate(lines, 1) if names.search(line)]
-    return found
 
 
 def directories_naming(tree: Path, symbols: set[str]) -> list[str]:
@@ -266,9 +249,9 @@ def suites_alone(
             f"{tree}/include/kunit/test.h does not define struct kunit_suite as starting with char "
             f"name[{SUITE_NAME_BYTES}], where the suite tables' names are read"
         )
-    ruled_out = before_build(tree, union, alone)
-    if ruled_out:
-        raise Unknown(ruled_out)
+    wrong = unrepresentable(union, alone)
+    if wrong:
+        raise Unknown(f"the union kernel cannot stand for this configuration: {', '.join(wrong[:5])}")
     symbols = differing(union, alone)
     objects = suite_objects(build_dir)
     linked = _linked(tree, build_dir, union, alone, [item.path for item in objects], scratch)

@@ -3,6 +3,7 @@ checked; and whether a directory's configuration still holds, so the edit-build-
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -66,6 +67,66 @@ def configure(request: BuildRequest, make: Make, fragment: Fragment, checked: bo
         # tree may complete the same fragment otherwise.
         (make.build_dir / "include/config/auto.conf").unlink(missing_ok=True)
         raise
+
+
+# A leading dot: never the default goal of the sub-makes --eval reaches too (Makefile.build's, which name none).
+FLAGS_TARGET, FLAGS_LINE = ".pytest-kunit-flags", "pytest-kunit-flag "
+# Every variable the Makefiles define with FLAGS in its name (KBUILD_CFLAGS, CFLAGS_UBSAN, CC_FLAGS_FTRACE...) as the
+# top Makefile evaluates it for the configuration, make's own aside.
+FLAGS_RULE = (
+    f"{FLAGS_TARGET}: ; $(foreach v,$(sort $(.VARIABLES)),$(if $(and $(findstring FLAGS,$(v)),"
+    "$(filter file override,$(origin $(v))),$(filter-out MAKEFLAGS GNUMAKEFLAGS,$(v))),"
+    f"$(info {FLAGS_LINE}$(v)=$($(v)))))@:"
+)
+
+
+def compile_flags(make: Make) -> dict[str, str]:
+    """The flags every object of the configured `make.build_dir` is compiled with, as make evaluates them (FLAGS_RULE):
+    two configurations whose flags differ compile every object otherwise (sanitizers, tracers, debug info)."""
+    status, printed = make.output(make.command("-s", f"--eval={FLAGS_RULE}", FLAGS_TARGET))
+    if status:
+        raise BuildError(f"make could not evaluate the compile flags in {make.build_dir}.", f"read the log {make.log}")
+    lines = [line.removeprefix(FLAGS_LINE) for line in printed.splitlines() if line.startswith(FLAGS_LINE)]
+    return dict(line.partition("=")[::2] for line in lines)
+
+
+def flags_of(request: BuildRequest, build_dir: Path) -> dict[str, str]:
+    """compile_flags of a configured build directory (a kernel built before), made as the request's builds are."""
+    log = build_dir / "compile-flags.log"
+    log.write_text(f"# pytest-kunit: the compile flags in {build_dir}\n")
+    options, timeout = request.make_options, request.make_timeout
+    return compile_flags(
+        Make(request.tree.path, build_dir, request.arch, request.jobs, log, {}, options, timeout=timeout)
+    )
+
+
+def completed_flags(
+    request: BuildRequest, progress: ProgressCallback | None = None, checked: bool = True
+) -> dict[str, str]:
+    """compile_flags of the configuration completed_config gives, kept beside it until it is completed again."""
+    completed_config(request, progress, checked)
+    layout = CacheLayout(request.cache_dir)
+    directory = layout.config_dir(build_key(request))
+    kept = directory / "compile-flags.json"
+    with cache_lock(request.cache_dir, layout.lock_name(CONFIGS, directory.name), f"reading the flags in {directory}"):
+        completed = (directory / "include/config/auto.conf").stat().st_mtime_ns
+        if kept.exists() and kept.stat().st_mtime_ns >= completed:
+            flags: dict[str, str] = json.loads(kept.read_text())
+            return flags
+        options, timeout = request.make_options, request.make_timeout
+        make = Make(
+            request.tree.path,
+            directory,
+            request.arch,
+            request.jobs,
+            directory / "config.log",
+            {},
+            options,
+            timeout=timeout,
+        )
+        flags = compile_flags(make)
+        kept.write_text(json.dumps(flags, indent=1))
+        return flags
 
 
 def completed_config(request: BuildRequest, progress: ProgressCallback | None = None, checked: bool = True) -> str:

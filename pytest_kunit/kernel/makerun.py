@@ -154,6 +154,16 @@ class Make:
         ):
             return process.wait()
 
+    def output(self, command: list[str]) -> tuple[int, str]:
+        """Run `command` within the deadline, its errors appended to the log; its exit status and what it printed."""
+        with (
+            self.log.open("a") as stream,
+            group(command, stdout=subprocess.PIPE, stderr=stream, env=self.environment(), text=True) as process,
+            self._deadline(process, command),
+        ):
+            printed, _ = process.communicate()
+            return process.returncode, printed
+
     def run(self, command: list[str], progress: ProgressCallback, expected: int = 0) -> int:
         """Run `command`, its output appended to the log, each build step shown; how many steps it printed. A
         failure is a BuildError naming the log's error lines; so is a make past its deadline, stopped."""

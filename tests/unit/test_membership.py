@@ -280,13 +280,6 @@ def test_an_object_only_the_fragment_s_kernel_links_is_unknown(tree: Path, build
         suites_alone(tree, build, UNION, {"CONFIG_T": "y"}, tmp_path / "s")
 
 
-def test_a_symbol_the_global_makefiles_name_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
-    """The top Makefile (or scripts/Makefile.*) turns the symbol into flags for every object (GCOV, KASAN...)."""
-    write(tree, {"scripts/Makefile.gcov": "ifdef CONFIG_X\nCFLAGS += -fprofile-arcs\nendif\n"})
-    with pytest.raises(Unknown, match=r"scripts/Makefile\.gcov:1\): every object may be compiled otherwise"):
-        suites_alone(tree, build, UNION, {"CONFIG_T": "y"}, tmp_path / "s")
-
-
 def test_an_object_the_makefiles_do_not_link_in_the_union_is_unknown(tree: Path, build: Path, tmp_path: Path) -> None:
     kbuild_object(build, tree, "lib/hidden.o", suites_c("hidden"), UNION)
     subprocess.run(["ar", "rcT", "vmlinux.a", "lib/hidden.o"], cwd=build, check=True)
@@ -307,21 +300,11 @@ def test_a_fragment_the_union_cannot_stand_for_is_unknown(tree: Path, build: Pat
         suites_alone(tree, build, UNION, {"CONFIG_FOO": "y"}, tmp_path / "s")
 
 
-def test_before_a_build_a_setting_the_union_lacks_or_a_symbol_every_object_reads_rules_the_union_out(
-    tmp_path: Path,
-) -> None:
-    tree = write(
-        tmp_path,
-        {
-            "Makefile": "ifdef CONFIG_UBSAN\nKBUILD_CFLAGS += -fsanitize=undefined\nendif\n",
-            "scripts/Makefile.build": "# nothing of the configuration\n",
-            "drivers/Makefile": "obj-$(CONFIG_DRM) += drm/\n",
-        },
-    )
+def test_before_a_build_a_setting_the_union_lacks_or_other_flags_for_every_object_rule_the_union_out() -> None:
     kunit = {"CONFIG_KUNIT": "y", "CONFIG_INLINE_SPIN_UNLOCK_IRQ": "y"}
-    assert before_build(tree, kunit | {"CONFIG_DRM": "y"}, kunit) == ""  # asks for less, in a directory's Makefile
-    lockdep = before_build(tree, {"CONFIG_KUNIT": "y", "CONFIG_LOCKDEP": "y"}, kunit)
+    flags = {"KBUILD_CFLAGS": "-O2", "CFLAGS_UBSAN": ""}
+    assert before_build(kunit | {"CONFIG_DRM": "y"}, kunit, flags, flags) == ""  # asks for less, compiled alike
+    lockdep = before_build({"CONFIG_KUNIT": "y", "CONFIG_LOCKDEP": "y"}, kunit, flags, flags)
     assert lockdep.endswith("cannot stand for this configuration: CONFIG_INLINE_SPIN_UNLOCK_IRQ=y (union: not set)")
-    assert "(Makefile:1): every object may be compiled otherwise" in before_build(
-        tree, kunit | {"CONFIG_UBSAN": "y"}, kunit
-    )
+    ubsan = flags | {"CFLAGS_UBSAN": "-fsanitize=shift"}
+    assert "other flags (CFLAGS_UBSAN as make" in before_build(kunit | {"CONFIG_UBSAN": "y"}, kunit, ubsan, flags)

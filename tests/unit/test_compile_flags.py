@@ -1,0 +1,41 @@
+"""compile_flags: the flags every object is compiled with, as the real make evaluates a tree's Makefile for one
+configuration (a small tree whose top Makefile reads auto.conf as Kbuild's does)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_kunit.arch import ARCHES
+from pytest_kunit.kernel.configuring import compile_flags
+from pytest_kunit.kernel.makerun import Make
+
+TOP_MAKEFILE = """\
+include $(O)/include/config/auto.conf
+KBUILD_CFLAGS := -O2
+ifdef CONFIG_GCOV_KERNEL
+CFLAGS_GCOV := -fprofile-arcs
+endif
+KBUILD_DEFCONFIG := not-a-flag
+export KBUILD_CFLAGS CFLAGS_GCOV
+
+__all:
+\t@echo built everything
+"""
+
+
+def flags(tmp_path: Path, auto_conf: str) -> dict[str, str]:
+    tree, build = tmp_path / "src", tmp_path / "build"
+    tree.mkdir(exist_ok=True)
+    (tree / "Makefile").write_text(TOP_MAKEFILE)
+    (build / "include/config").mkdir(parents=True, exist_ok=True)
+    (build / "include/config/auto.conf").write_text(auto_conf)
+    return compile_flags(Make(tree, build, ARCHES["x86_64"], 2, tmp_path / "log", {}))
+
+
+def test_the_flags_are_the_makefile_s_for_the_configuration_and_nothing_is_built(tmp_path: Path) -> None:
+    assert flags(tmp_path, "CONFIG_KUNIT=y\n") == {"CFLAGS_GCOV": "", "KBUILD_CFLAGS": "-O2"}  # exported: defined
+    assert flags(tmp_path, "CONFIG_KUNIT=y\nCONFIG_GCOV_KERNEL=y\n") == {
+        "CFLAGS_GCOV": "-fprofile-arcs",
+        "KBUILD_CFLAGS": "-O2",
+    }
+    assert "built everything" not in (tmp_path / "log").read_text()
