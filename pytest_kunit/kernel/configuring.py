@@ -83,6 +83,8 @@ FLAGS_RULE = (
 def compile_flags(make: Make) -> dict[str, str]:
     """The flags every object of the configured `make.build_dir` is compiled with, as make evaluates them (FLAGS_RULE):
     two configurations whose flags differ compile every object otherwise (sanitizers, tracers, debug info)."""
+    if not (make.build_dir / "include/config/auto.conf").exists():  # make would complete .config itself, unchecked
+        raise BuildError(f"{make.build_dir} is not configured: its compile flags cannot be evaluated.")
     status, printed = make.output(make.command("-s", f"--eval={FLAGS_RULE}", FLAGS_TARGET))
     if status:
         raise BuildError(f"make could not evaluate the compile flags in {make.build_dir}.", f"read the log {make.log}")
@@ -149,7 +151,11 @@ def completed_config(request: BuildRequest, progress: ProgressCallback | None = 
             options, timeout = request.make_options, request.make_timeout
             make = Make(request.tree.path, directory, request.arch, request.jobs, log, {}, options, timeout=timeout)
             configure(request, make, fragment, checked)
-        return (directory / ".config").read_text()
+            return (directory / ".config").read_text()
+        text = (directory / ".config").read_text()
+        if checked:  # completed unchecked, or by a make of someone else's that ran syncconfig: the fragment must hold
+            check_fragment(fragment, text, request.tree.path, request.arch.make.source_arch)
+        return text
 
 
 def is_configured(tree: Path, build_dir: Path) -> bool:

@@ -45,6 +45,7 @@ def pytest_unconfigure(config):  # in-process runs share the test process's modu
     membership.suites_alone, membership.suite_objects = ORIGINALS
 """
 # Each fragment runs the fake tree's own suites (3 passed, 2 failed, 1 skipped), a its a_case, b its b_case and b_fails.
+AUTO_CONF = "include/config/auto.conf"
 A_AND_B = {"passed": 3 * 2 + 1 + 1, "failed": 2 * 2 + 1, "skipped": 2}
 SYMBOLS = "".join(f'\nconfig {name}\n\tbool "{name}"\n\tdepends on KUNIT\n' for name in ("SHARE_A", "SHARE_B"))
 
@@ -145,6 +146,24 @@ def test_a_fragment_this_architecture_cannot_configure_is_refused_and_the_others
         ]
     )
     no_traceback(result)
+
+
+def test_a_refused_member_stays_refused_when_a_make_run_there_completed_its_configuration_unchecked(
+    pytester: pytest.Pytester, two_fragments: FakeKernel
+) -> None:
+    # The top Makefile run in a configuration directory without include/config/auto.conf writes one (syncconfig);
+    # completed_config once trusted any directory that had one.
+    pytester.makefile(".kunitconfig", c="CONFIG_KUNIT=y\nCONFIG_NO_SUCH_OPTION=y\n")
+    options = ("--kunit-share-kernels", "--continue-on-collection-errors")
+    pytester.runpytest_inprocess(*two_fragments.options(*options)).assert_outcomes(**A_AND_B, errors=1)
+    unfinished = [path for path in (two_fragments.cache / "configs").iterdir() if not (path / AUTO_CONF).exists()]
+    assert unfinished
+    for directory in unfinished:
+        (directory / AUTO_CONF).write_text("CONFIG_KUNIT=y\n")
+    result = pytester.runpytest_inprocess(*two_fragments.options(*options))
+    result.assert_outcomes(**A_AND_B, errors=1)
+    result.stdout.fnmatch_lines(["*ERROR collecting c.kunitconfig*", "*CONFIG_NO_SUCH_OPTION=y*"])
+    assert len(builds(two_fragments)) == 1
 
 
 def test_members_whose_lines_exclude_one_another_share_what_kconfig_keeps(

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pytest_kunit.arch import ARCHES
+from pytest_kunit.errors import BuildError
 from pytest_kunit.kernel.configuring import compile_flags
 from pytest_kunit.kernel.makerun import Make
 
@@ -39,3 +42,11 @@ def test_the_flags_are_the_makefile_s_for_the_configuration_and_nothing_is_built
         "KBUILD_CFLAGS": "-O2",
     }
     assert "built everything" not in (tmp_path / "log").read_text()
+
+
+def test_a_directory_never_configured_is_refused_not_configured_by_make(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/Makefile").write_text(TOP_MAKEFILE)
+    with pytest.raises(BuildError, match="is not configured"):
+        compile_flags(Make(tmp_path / "src", tmp_path / "build", ARCHES["x86_64"], 2, tmp_path / "log", {}))
+    assert not (tmp_path / "build/include/config/auto.conf").exists()
