@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING
 
 from ..errors import BuildError, ConfigError
 from ..host.cache import load_shared_suites
-from ..host.cachelayout import CacheLayout
 from ..kbuild import membership
 from ..kbuild.membership import unrepresentable
-from ..kernel.build_records import RECORD, BuildRecord, image_digest
-from ..kernel.build_request import BuildRequest, build_dir_of
+from ..kernel.build_records import BuildRecord, image_digest
+from ..kernel.build_request import BuildRequest
 from ..kernel.configuring import completed_config, completed_flags, flags_of
 from ..kernel.kconfig import parse_fragment, read_dotconfig
 from ..kernel.out_of_tree import suite_dir_for
+from ..kernel.seeding import candidates
 from ..model import Kernel
 from .sharing import own_suites, served_key, shown_path
 
@@ -34,24 +34,6 @@ if TYPE_CHECKING:
 
     from ..kernel.treechoice import TreeChoice
     from .pipeline import Pipeline
-
-
-def candidates(request: BuildRequest) -> list[tuple[Path, BuildRecord]]:
-    """Finished builds of the request's tree, architecture and make options other than its own, the most recently
-    built first."""
-    own = build_dir_of(request)
-    found = []
-    for record_file in CacheLayout(request.cache_dir).builds().glob(f"*/{RECORD}"):
-        record = BuildRecord.read(record_file)
-        directory = record_file.parent
-        if record is None or directory == own:
-            continue
-        theirs = (record.tree, record.arch, record.make_options)
-        if theirs != (request.tree.key, request.arch.name, request.make_options):
-            continue
-        if (directory / request.arch.make.image).exists():
-            found.append((record_file.stat().st_mtime_ns, directory, record))
-    return [(directory, record) for _, directory, record in sorted(found, key=lambda entry: -entry[0])]
 
 
 class Reuse:

@@ -15,7 +15,7 @@ from ..errors import BuildError
 from ..host.cachelayout import BUILDS, CacheLayout
 from ..host.locking import cache_lock
 from ..model import BuildResult
-from . import linkonly, moduleonly
+from . import linkonly, moduleonly, seeding
 from .build_records import (
     READ,
     SOURCES,
@@ -48,6 +48,7 @@ def build(request: BuildRequest, progress: ProgressCallback) -> BuildResult:
     lock = layout.lock_name(BUILDS, build_dir.name)
     with cache_lock(request.cache_dir, lock, f"building the kernel in {build_dir}", progress):
         build_dir.mkdir(parents=True, exist_ok=True)
+        seeding.seed(request, build_dir, progress)
         layout.mark_used(build_dir)
         before = previous_build(request, build_dir, image)
         # Taken before the walk, so that what the walk misses moves a directory's time past the build's start.

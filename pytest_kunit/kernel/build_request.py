@@ -32,6 +32,7 @@ class BuildRequest:
     make_options: tuple[str, ...] = ()
     modules: bool = False  # --kunit-modules: the suites built as modules (modules.py); keys the build
     make_timeout: float = DEFAULT_MAKE_TIMEOUT  # seconds one make run may take (--kunit-make-timeout); 0: none
+    seed: bool = True  # a new build starts from a copy of the nearest one (seeding.py); not part of the build key
 
 
 def full_fragment(request: BuildRequest) -> Fragment:

@@ -67,6 +67,7 @@ class Requests:
             make_options=make_options(settings),
             modules=settings.modules,
             make_timeout=settings.make_timeout,
+            seed=settings.reuse_kernels,
         )
 
 

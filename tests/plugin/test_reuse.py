@@ -131,6 +131,23 @@ def test_a_kernel_lacking_a_setting_of_the_fragment_does_not_serve(
     assert "runs in the kernel built for" not in result.stdout.str()
 
 
+def test_a_kernel_that_must_be_built_starts_from_a_copy_of_the_nearest_and_is_configured_as_its_own(
+    pytester: pytest.Pytester, fragments: FakeKernel
+) -> None:
+    pytester.runpytest_inprocess(*fragments.options("a.kunitconfig"))
+    result = pytester.runpytest_inprocess(*fragments.options("-v", "b.kunitconfig"))
+    result.stdout.fnmatch_lines(["*seeded * from * (2 symbols set otherwise): make compiles what they change*"])
+    # b's own cases and verdicts: the example suite, suite_b's b_case and b_fails; nothing of a's.
+    result.assert_outcomes(passed=3 + 1, failed=2 + 1, skipped=1)
+    assert not any("suite_a" in node for node in outcomes(result))
+    configs = {path.parent.name: path.read_text() for path in (fragments.cache / "build").glob("*/.config")}
+    assert sorted(("CONFIG_SHARE_A=y" in text, "CONFIG_SHARE_B=y" in text) for text in configs.values()) == [
+        (False, True),
+        (True, False),
+    ]
+    assert not list((fragments.cache / "build").glob("*/.pytest-kunit-modules.json"))
+
+
 @pytest.mark.parametrize("source", ["flag", "ini"])
 def test_reuse_can_be_turned_off(pytester: pytest.Pytester, fragments: FakeKernel, source: str) -> None:
     pytester.runpytest_inprocess(*fragments.options("ab.kunitconfig"))
@@ -139,8 +156,9 @@ def test_reuse_can_be_turned_off(pytester: pytest.Pytester, fragments: FakeKerne
         extra: tuple[str, ...] = ()
     else:
         extra = ("--kunit-reuse-kernels=no",)
-    pytester.runpytest_inprocess(*fragments.options(*extra, "a.kunitconfig"))
+    result = pytester.runpytest_inprocess(*fragments.options(*extra, "a.kunitconfig"))
     assert len(builds(fragments)) == 2
+    assert "seeded" not in result.stdout.str()  # and a kernel that must be built starts from an empty directory
 
 
 def test_a_bad_value_is_a_usage_error(pytester: pytest.Pytester, fragments: FakeKernel) -> None:
