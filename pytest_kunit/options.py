@@ -277,8 +277,9 @@ OPTIONS = (
     Option(
         "kunit_reuse_kernels",
         "yes: a fragment never built runs in a kernel built before for the same tree and architecture when that "
-        "kernel provably runs its suites as its own kernel would (only its own suites, in boots of its own); no: "
-        "always build each fragment's own kernel",
+        "kernel provably runs its suites as its own kernel would (only its own suites, in boots of its own), and a "
+        "kernel that must be built starts from a copy of the nearest build (Kbuild compiles what the configurations' "
+        "differences change); no: always build each fragment's own kernel, from an empty directory",
         YES_NO,
         True,
         "yes|no",
