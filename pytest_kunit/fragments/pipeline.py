@@ -90,7 +90,7 @@ class Pipeline:
             served = self.reuse.kernel(path, key, request, choice)
             if served is not None:
                 return served
-        return self.built(path.name, key, request, choice)
+        return self.built(key, key, request, choice)  # its node id: in-tree fragments are all named .kunitconfig
 
     def built(self, name: str, key: str, request: BuildRequest, choice: TreeChoice) -> Kernel:
         """Build `request` (said as `name` on the progress lines) for the fragment `key`, and make what it boots with:
