@@ -90,7 +90,6 @@ def seed(request: BuildRequest, build_dir: Path, progress: ProgressCallback) -> 
             shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
         progress.phase(f"not seeding {build_dir} from {source}: {copied.stderr.decode(errors='replace').strip()}")
         return None
-    progress.phase(
-        f"seeded {build_dir} from {source} ({distance} symbols set otherwise): make compiles what they change"
-    )
+    symbols = f"{distance} symbol{'' if distance == 1 else 's'}"
+    progress.phase(f"seeded {build_dir} from {source} ({symbols} set otherwise): make compiles what they change")
     return source

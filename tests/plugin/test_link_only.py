@@ -146,7 +146,7 @@ def test_a_changed_fragment_builds_in_full(project: pytest.Pytester, built: Fake
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "kunit: seeded * from * (1 symbols set otherwise): make compiles what they change",
+            "kunit: seeded * from * (1 symbol set otherwise): make compiles what they change",
             "kunit: building kernel: make -j* vmlinux (incremental; not link-only: the configuration was completed "
             "again)*",
         ]
