@@ -20,8 +20,9 @@ _VERSION = re.compile(r"^K?TAP version \d+\s*$")
 _NUMBER = r"\d{1,18}"
 _PLAN = re.compile(rf"^1\.\.({_NUMBER})\s*$")
 _SUBTEST = "# Subtest: "
-# The result word and number; the rest of the line (name, `#` comment) is split in Python, not by backtracking.
-_RESULT = re.compile(rf"^(?P<ok>not ok|ok) (?P<number>{_NUMBER})(?P<rest>(?: .*)?|\s*(?:#.*)?)$", re.DOTALL)
+# The result word and number; the rest of the line (name, `#` comment) is split in Python, not by backtracking. What
+# follows the number starts with a space, or is whitespace, or a comment after whitespace: `ok 3#x` is no result.
+_RESULT = re.compile(rf"^(?P<ok>not ok|ok) (?P<number>{_NUMBER})(?P<rest>(?: .*)?|\s*|\s+#.*)$", re.DOTALL)
 # A comment opens at a `#` that starts the text or follows whitespace: a name may hold a `#` of its own.
 _COMMENT = re.compile(r"(?:^|\s)#")
 # KTAP's directives (Documentation/dev-tools/ktap.rst); TAP also spells SKIP as SKIPPED, skip, ...

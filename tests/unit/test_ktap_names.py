@@ -135,3 +135,10 @@ def test_no_case_passes_without_its_own_result_line(
         # KUnit's (run_boot counts it as passed): only a `not ok` with no such twin must never pass.
         if case_id in failed - passed:
             assert status is not Status.PASSED, lines
+
+
+def test_a_number_run_into_a_hash_is_no_result_line() -> None:
+    # Hypothesis found it: `ok 3#name` passed a case named `#name` that no line reported with its own result.
+    lines = ["KTAP version 1", "1..1", "    # Subtest: s", "    1..2", "    ok 1 a", "    ok 2#b", "ok 1 s"]
+    cases = [event for event in ktap.parse(lines) if isinstance(event, ktap.CaseResult)]
+    assert [(case.case, case.status) for case in cases] == [("a", ktap.Status.PASSED)]
