@@ -161,6 +161,7 @@ class Sharing:
         self._groups: dict[Path, Group] | None = None
         self._unions: dict[Group, Kernel | None] = {}
         self._fragments: dict[Path, Fragment] = {}
+        self._owns: dict[Path, tuple[dict[str, str], dict[str, str]]] = {}
 
     def _fragment(self, path: Path) -> Fragment:
         """A member's fragment, read (and its pytest_kunit_kconfig hooks called) once a session."""
@@ -213,21 +214,23 @@ class Sharing:
         _, drafted, flags = self._draft(members)
         held = read_dotconfig(drafted)
         for path in members:
-            alone = self._request(path, self._fragment(path))
-            why = membership.before_build(
-                held, read_dotconfig(self._alone(path)), flags, completed_flags(alone, self.pipeline.progress())
-            )
+            alone, alone_flags = self._own(path)
+            why = membership.before_build(held, alone, flags, alone_flags)
             if why:
-                joining, others = self._shown(members[-1]), "+".join(self._shown(path) for path in members[:-1])
+                joining, others = self._shown(members[-1]), "+".join(self._shown(other) for other in members[:-1])
                 self.pipeline.progress().phase(
                     f"{joining} does not join the kernel of {others}: for {self._shown(path)}, {why}"
                 )
                 return False
         return True
 
-    def _alone(self, path: Path) -> str:
-        """The member's configuration completed alone (in the cache: asked again, it is read)."""
-        return completed_config(self._request(path, self._fragment(path)), self.pipeline.progress())
+    def _own(self, path: Path) -> tuple[dict[str, str], dict[str, str]]:
+        """The member's configuration completed alone and its compile flags, asked of the cache once a session (the
+        parts ask for each member again with every member after it). Raises as completed_config does."""
+        if path not in self._owns:
+            request, progress = self._request(path, self._fragment(path)), self.pipeline.progress()
+            self._owns[path] = (read_dotconfig(completed_config(request, progress)), completed_flags(request, progress))
+        return self._owns[path]
 
     def _draft(self, members: Sequence[Path]) -> tuple[Fragment, str, dict[str, str]]:
         """The union's lines, the configuration Kconfig completes from them, and its compile flags. The lines: every
@@ -236,7 +239,7 @@ class Sharing:
         members' lines together is left out, and each member's own suites (membership.py) say whether it runs on the
         rest."""
         explicit = union_fragment(self._fragment(path) for path in members)
-        enabled = superset(read_dotconfig(self._alone(path)) for path in members)
+        enabled = superset(self._own(path)[0] for path in members)
         wanted = parse_fragment(enabled, "the members' configurations") + yielding(explicit, read_dotconfig(enabled))
         request = self._request(members[0], wanted, members[1:])
         progress = self.pipeline.progress()
@@ -245,9 +248,8 @@ class Sharing:
 
     def _configurable(self, path: Path) -> bool:
         """Whether the member's configuration completes alone (in seconds, kept in the cache for the union's build)."""
-        request = self._request(path, self._fragment(path))
         try:
-            completed_config(request, self.pipeline.progress())
+            self._own(path)
         except (BuildError, ConfigError):
             return False
         return True

@@ -71,6 +71,8 @@ def configure(request: BuildRequest, make: Make, fragment: Fragment, checked: bo
 
 # A leading dot: never the default goal of the sub-makes --eval reaches too (Makefile.build's, which name none).
 FLAGS_TARGET, FLAGS_LINE = ".pytest-kunit-flags", "pytest-kunit-flag "
+# Kept in the directory evaluated, named as the plugin's own files are, which seeding.py never copies.
+FLAGS_KEPT, FLAGS_LOG = ".pytest-kunit-compile-flags.json", ".pytest-kunit-compile-flags.log"
 # Every variable the Makefiles define with FLAGS in its name (KBUILD_CFLAGS, CFLAGS_UBSAN, CC_FLAGS_FTRACE...) as the
 # top Makefile evaluates it for the configuration, make's own aside.
 FLAGS_RULE = (
@@ -82,53 +84,53 @@ FLAGS_RULE = (
 
 def compile_flags(make: Make) -> dict[str, str]:
     """The flags every object of the configured `make.build_dir` is compiled with, as make evaluates them (FLAGS_RULE):
-    two configurations whose flags differ compile every object otherwise (sanitizers, tracers, debug info)."""
-    if not (make.build_dir / "include/config/auto.conf").exists():  # make would complete .config itself, unchecked
+    two configurations whose flags differ compile every object otherwise (sanitizers, tracers, debug info). Kept in
+    the directory (FLAGS_KEPT) until it is configured again."""
+    auto_conf, kept = make.build_dir / "include/config/auto.conf", make.build_dir / FLAGS_KEPT
+    if not auto_conf.exists():  # make would complete .config itself, unchecked
         raise BuildError(f"{make.build_dir} is not configured: its compile flags cannot be evaluated.")
+    if kept.exists() and kept.stat().st_mtime_ns > auto_conf.stat().st_mtime_ns:  # equal: within one clock tick
+        flags: dict[str, str] = json.loads(kept.read_text())
+        return flags
     status, printed = make.output(make.command("-s", f"--eval={FLAGS_RULE}", FLAGS_TARGET))
     if status:
         raise BuildError(f"make could not evaluate the compile flags in {make.build_dir}.", f"read the log {make.log}")
     lines = [line.removeprefix(FLAGS_LINE) for line in printed.splitlines() if line.startswith(FLAGS_LINE)]
-    return dict(line.partition("=")[::2] for line in lines)
+    flags = dict(line.partition("=")[::2] for line in lines)
+    scratch = kept.with_name(f"{kept.name}.{os.getpid()}")  # another process may read it meanwhile: whole or absent
+    scratch.write_text(json.dumps(flags, indent=1))
+    os.replace(scratch, kept)
+    return flags
+
+
+def make_in(request: BuildRequest, directory: Path, log: Path) -> Make:
+    """make for the request's tree, architecture and options, into `directory`, logged in `log`."""
+    return Make(
+        request.tree.path,
+        directory,
+        request.arch,
+        request.jobs,
+        log,
+        {},
+        request.make_options,
+        timeout=request.make_timeout,
+    )
 
 
 def flags_of(request: BuildRequest, build_dir: Path) -> dict[str, str]:
     """compile_flags of a configured build directory (a kernel built before), made as the request's builds are."""
-    log = build_dir / "compile-flags.log"
-    log.write_text(f"# pytest-kunit: the compile flags in {build_dir}\n")
-    options, timeout = request.make_options, request.make_timeout
-    return compile_flags(
-        Make(request.tree.path, build_dir, request.arch, request.jobs, log, {}, options, timeout=timeout)
-    )
+    return compile_flags(make_in(request, build_dir, build_dir / FLAGS_LOG))
 
 
 def completed_flags(
     request: BuildRequest, progress: ProgressCallback | None = None, checked: bool = True
 ) -> dict[str, str]:
-    """compile_flags of the configuration completed_config gives, kept beside it until it is completed again."""
+    """compile_flags of the configuration completed_config gives."""
     completed_config(request, progress, checked)
     layout = CacheLayout(request.cache_dir)
     directory = layout.config_dir(build_key(request))
-    kept = directory / "compile-flags.json"
     with cache_lock(request.cache_dir, layout.lock_name(CONFIGS, directory.name), f"reading the flags in {directory}"):
-        completed = (directory / "include/config/auto.conf").stat().st_mtime_ns
-        if kept.exists() and kept.stat().st_mtime_ns >= completed:
-            flags: dict[str, str] = json.loads(kept.read_text())
-            return flags
-        options, timeout = request.make_options, request.make_timeout
-        make = Make(
-            request.tree.path,
-            directory,
-            request.arch,
-            request.jobs,
-            directory / "config.log",
-            {},
-            options,
-            timeout=timeout,
-        )
-        flags = compile_flags(make)
-        kept.write_text(json.dumps(flags, indent=1))
-        return flags
+        return compile_flags(make_in(request, directory, directory / "config.log"))
 
 
 def completed_config(request: BuildRequest, progress: ProgressCallback | None = None, checked: bool = True) -> str:
@@ -148,9 +150,7 @@ def completed_config(request: BuildRequest, progress: ProgressCallback | None = 
                 progress.phase(f"completing a configuration in {directory} (no build)")
             log = directory / "config.log"
             log.write_text(f"# pytest-kunit: the configuration of {request.tree.path} alone\n")
-            options, timeout = request.make_options, request.make_timeout
-            make = Make(request.tree.path, directory, request.arch, request.jobs, log, {}, options, timeout=timeout)
-            configure(request, make, fragment, checked)
+            configure(request, make_in(request, directory, log), fragment, checked)
             return (directory / ".config").read_text()
         text = (directory / ".config").read_text()
         if checked:  # completed unchecked, or by a make of someone else's that ran syncconfig: the fragment must hold

@@ -25,7 +25,7 @@ from .makerun import ProgressCallback
 # The plugin's own files in a build directory (its records, logs, compiler wrapper): never carried over, and the
 # configuration, so that the copy is configured anew (syncconfig compares the new values with the copied auto.conf).
 OWN_PREFIX = ".pytest-kunit-"
-NOT_CARRIED = (".config", "build.log", "compile-flags.log")
+NOT_CARRIED = (".config", "build.log")
 
 
 def candidates(request: BuildRequest) -> list[tuple[Path, BuildRecord]]:

@@ -129,14 +129,20 @@ def test_a_fragment_whose_suites_cannot_be_told_builds_alone_and_says_why(
     no_traceback(result)
 
 
-def test_a_fragment_this_architecture_cannot_configure_is_refused_and_the_others_still_share(
-    pytester: pytest.Pytester, two_fragments: FakeKernel
-) -> None:
-    # As 6.12's in-tree fragments on UML: drivers/gpu/drm/vc4 asks for ARCH_BCM, which UML lacks.
+def run_with_an_unconfigurable_member(pytester: pytest.Pytester, two_fragments: FakeKernel) -> pytest.RunResult:
+    """a, b and c, which asks for a symbol the fake tree lacks (as 6.12's drivers/gpu/drm/vc4 asks UML for ARCH_BCM):
+    a and b run, c is a collection error."""
     pytester.makefile(".kunitconfig", c="CONFIG_KUNIT=y\nCONFIG_NO_SUCH_OPTION=y\n")
     options = ("--kunit-share-kernels", "--continue-on-collection-errors")
     result = pytester.runpytest_inprocess(*two_fragments.options(*options))
     result.assert_outcomes(**A_AND_B, errors=1)
+    return result
+
+
+def test_a_fragment_this_architecture_cannot_configure_is_refused_and_the_others_still_share(
+    pytester: pytest.Pytester, two_fragments: FakeKernel
+) -> None:
+    result = run_with_an_unconfigurable_member(pytester, two_fragments)
     assert len(builds(two_fragments)) == 1
     result.stdout.fnmatch_lines(
         [
@@ -153,15 +159,12 @@ def test_a_refused_member_stays_refused_when_a_make_run_there_completed_its_conf
 ) -> None:
     # The top Makefile run in a configuration directory without include/config/auto.conf writes one (syncconfig);
     # completed_config once trusted any directory that had one.
-    pytester.makefile(".kunitconfig", c="CONFIG_KUNIT=y\nCONFIG_NO_SUCH_OPTION=y\n")
-    options = ("--kunit-share-kernels", "--continue-on-collection-errors")
-    pytester.runpytest_inprocess(*two_fragments.options(*options)).assert_outcomes(**A_AND_B, errors=1)
+    run_with_an_unconfigurable_member(pytester, two_fragments)
     unfinished = [path for path in (two_fragments.cache / "configs").iterdir() if not (path / AUTO_CONF).exists()]
     assert unfinished
     for directory in unfinished:
         (directory / AUTO_CONF).write_text("CONFIG_KUNIT=y\n")
-    result = pytester.runpytest_inprocess(*two_fragments.options(*options))
-    result.assert_outcomes(**A_AND_B, errors=1)
+    result = run_with_an_unconfigurable_member(pytester, two_fragments)
     result.stdout.fnmatch_lines(["*ERROR collecting c.kunitconfig*", "*CONFIG_NO_SUCH_OPTION=y*"])
     assert len(builds(two_fragments)) == 1
 
