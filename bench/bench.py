@@ -160,8 +160,13 @@ def main() -> int:
         help="cold: start both tools at once on the same extracted tree (pytest-kunit given it with "
         "--kunit-kernel-src, and an empty ccache of its own), so both build under the same load",
     )
+    parser.add_argument(
+        "--wrapper",
+        help="cold: pytest-kunit's --kunit-wrapper (default: its own default, ccache when installed, an empty one)",
+    )
     args = parser.parse_args()
     arch = args.arch
+    wrapper = (f"--kunit-wrapper={args.wrapper}",) if args.wrapper else ()
     only = set(args.only.split(",")) if args.only else None
 
     def wanted(scenario: str) -> bool:
@@ -188,7 +193,7 @@ def main() -> int:
             fresh_ccache = dict(ONLY_OURS, CCACHE_DIR=str(work / f"ccache-cold-{run}"))
             os.sync()  # what the previous run wrote is on disk before the next one starts
             if args.paired:
-                same_tree = (f"--kunit-kernel-src={tree}", "--kunit-patches=none")
+                same_tree = (f"--kunit-kernel-src={tree}", "--kunit-patches=none", *wrapper)
                 ours, theirs = timed_together(
                     [
                         (pytest_kunit(cache, FRAMEWORK, *same_tree, arch=arch), ROOT, fresh_ccache),
@@ -199,7 +204,9 @@ def main() -> int:
                 record("cold", "kunit.py", theirs)
                 continue
             # Interleaved, so drift in the machine's load hits both tools alike.
-            record("cold", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK, arch=arch), ROOT, fresh_ccache))
+            record(
+                "cold", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK, *wrapper, arch=arch), ROOT, fresh_ccache)
+            )
             os.sync()
             record("cold", "kunit.py", timed(kunit_py(tree, build, FRAMEWORK, arch=arch), tree))
         for run in range(0 if args.skip_cold or not wanted("cold-all") else args.cold_all_tests_runs):

@@ -60,6 +60,7 @@ class Settings:
     cross_compile: str | None = None  # the CROSS_COMPILE prefix instead of the architecture's; None: its own
     replay: Path | None = None  # a saved console read instead of building and booting; STDIN: read from stdin
     modules: bool = False  # --kunit-modules: tristate suites built as modules, loaded by the initramfs's /init
+    keep_guest: bool = False  # --kunit-keep-guest: module batches go to a guest kept up between runs (kept.py)
     kunit_json: Path | None = None  # where to write the results in kunit.py's --json shape; None: nowhere
     alltests: bool = False  # --kunit-alltests: the tree's all_tests.config collected (fragments/alltests.py)
     filter_action: FilterAction = FilterAction.DESELECT  # what becomes of the cases a run does not select
@@ -138,6 +139,7 @@ class Stats:
     build_seconds: float = 0.0
     boots: int = 0
     boot_seconds: float = 0.0
+    kept_batches: int = 0  # batches run on a guest kept up from before (kept.py), no boot of their own
     reruns: int = 0  # cases run again in a fresh guest after an earlier crash or a signal from outside
     fetches: int = 0  # kernel images fetched from the xdist controller (image_service.py)
     fetched_bytes: int = 0
@@ -149,6 +151,7 @@ class Stats:
         self.build_seconds += other.get("build_seconds", 0.0)
         self.boots += int(other.get("boots", 0))
         self.boot_seconds += other.get("boot_seconds", 0.0)
+        self.kept_batches += int(other.get("kept_batches", 0))
         self.reruns += int(other.get("reruns", 0))
         self.fetches += int(other.get("fetches", 0))
         self.fetched_bytes += int(other.get("fetched_bytes", 0))

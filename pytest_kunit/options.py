@@ -293,6 +293,14 @@ OPTIONS = (
         False,
     ),
     Option(
+        "kunit_keep_guest",
+        "with --kunit-modules, keep the guest up after the run (its keeper ends it after 15 idle minutes): the next "
+        "run that loads only modules sends the changed ones into it and loads them there instead of booting; a "
+        "guest that faulted, stayed tainted or could not unload a module is ended and the next run boots afresh",
+        FLAG,
+        False,
+    ),
+    Option(
         "kunit_kcidb_origin", "the CI system's name KCIDB ids start with (a-z, 0-9, _)", ORIGIN, "pytest_kunit", "NAME"
     ),
     Option(

@@ -286,6 +286,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     terminalreporter.write_line(
         f"kernel builds: {stats.builds} ({stats.build_seconds:.1f} s); "
         f"guest boots: {stats.boots} ({stats.boot_seconds:.1f} s)"
+        + (f"; batches on a kept guest: {stats.kept_batches}" if stats.kept_batches else "")
     )
     if stats.fetches:
         terminalreporter.write_line(

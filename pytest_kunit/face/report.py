@@ -84,6 +84,7 @@ def junit_properties(stats: Stats) -> list[tuple[str, str]]:
         ("kunit_build_seconds", f"{stats.build_seconds:.3f}"),
         ("kunit_boots", str(stats.boots)),
         ("kunit_boot_seconds", f"{stats.boot_seconds:.3f}"),
+        ("kunit_kept_batches", str(stats.kept_batches)),
     ]
 
 

@@ -1,7 +1,8 @@
 """The guest's /init after KUnit, as a contract: the script, what it is told on the kernel command line (dotted
 parameters the kernel ignores), what it needs of the kernel, and the lines it prints on the console, read back here.
 It loads the suites' modules (--kunit-modules: their suites run as each is loaded), makes kmemleak's final scan and
-copies GCOV counters onto the console, then ends the guest (guest/initramfs.py packs it with busybox).
+copies GCOV counters onto the console, then ends the guest (guest/initramfs.py packs it with busybox); or, told to
+serve (--kunit-keep-guest), stays up and takes commands on its console (guest/kept.py speaks them).
 
 KUnit runs before /init (kernel_init_freeable), so with `kunit_shutdown=none` the kernel goes on to the initramfs once
 the last suite is done. /init reboots at once on a list boot (`kunit.action=`); QEMU's -no-reboot ends the guest.
@@ -33,6 +34,22 @@ GCOV_BUSY = "pytest-kunit: copying the GCOV counters"
 GCOV_BEGIN, GCOV_END = "pytest-kunit-gcov-begin", "pytest-kunit-gcov-end"
 ALL = "all"
 
+# Serving (SERVE_ARG on the command line): after the above, /init reads one command a line from its console, echo off.
+#   put NAME      a module's new file follows: gzip, then base64, a line at most BASE64_LINE long, a line "."
+#                 after each chunk of at most CHUNK_LINES (answered CHUNK_TAKEN once the chunk is read: the guest's
+#                 terminal holds 4 KiB unread), "end" after the last; answered PUT_DONE NAME or PUT_FAILED NAME
+#   load ID NAMES load these modules in order (their suites run as each comes in), unload them in the reverse
+#                 order, say the taint flags; answered BATCH_DONE ID
+SERVE_ARG = "pytest_kunit.serve"
+SERVING = "pytest-kunit: serving"
+CHUNK_TAKEN = "pytest-kunit: chunk taken"
+CHUNK_LINES = 40
+BASE64_LINE = 76
+PUT_DONE, PUT_FAILED = "pytest-kunit: put", "pytest-kunit: put failed:"
+UNLOAD_FAILED = "pytest-kunit: rmmod failed:"
+TAINTED = "pytest-kunit: tainted"
+BATCH_DONE = "pytest-kunit: batch done"
+
 # A shell function of /init (tested on the host): copy_counters FROM TO DIRS copies the .gcda files below FROM that lie
 # in one of DIRS (comma-separated paths relative to the build, or `all`) to the same paths below TO. One find per
 # directory and no program started for a counter file left out: a kernel has thousands, and starting one for each
@@ -48,11 +65,49 @@ COPY_COUNTERS = f"""copy_counters() {{
     done
 }}"""
 
+# A shell function of /init (its `put` tested on the host): serve_commands MODULES SCRATCH reads the commands above
+# from standard input until its end; modules are loaded from, and sent into, the directory MODULES.
+SERVE_COMMANDS = f"""serve_commands() {{
+    while read -r command id names; do
+        case "$command" in
+            put)
+                : > "$2/module.b64"
+                while read -r line; do
+                    case "$line" in
+                        end) break ;;
+                        .) echo "{CHUNK_TAKEN}" ;;
+                        *) echo "$line" >> "$2/module.b64" ;;
+                    esac
+                done
+                if $B base64 -d "$2/module.b64" | $B gunzip > "$1/$id.ko"; then
+                    echo "{PUT_DONE} $id"
+                else
+                    echo "{PUT_FAILED} $id"
+                fi
+                ;;
+            load)
+                loaded=
+                for module in $(echo "$names" | $B tr , ' '); do
+                    if $B insmod "$1/$module.ko"; then
+                        loaded="$module $loaded"
+                    else
+                        echo "{MODULE_FAILED} $module"
+                    fi
+                done
+                for module in $loaded; do $B rmmod "$module" || echo "{UNLOAD_FAILED} $module"; done
+                echo "{TAINTED} $($B cat /proc/sys/kernel/tainted)"
+                echo "{BATCH_DONE} $id"
+                ;;
+        esac
+    done
+}}"""
+
 INIT = f"""#!/bin/busybox sh
 # pytest-kunit's /init: KUnit has run the built-in suites. The modules' suites (each runs as it is loaded),
 # kmemleak's final scan, then the GCOV counters of the tested directories.
 B=/bin/busybox
 {COPY_COUNTERS}
+{SERVE_COMMANDS}
 $B mount -t proc proc /proc
 dirs=
 leaks=
@@ -96,6 +151,15 @@ if [ -n "$dirs" ]; then
     echo {GCOV_BEGIN}
     cd /out && $B tar -c . | $B gzip -c | $B base64
     echo {GCOV_END}
+fi
+serving=
+for word in $($B cat /proc/cmdline); do [ "$word" = {SERVE_ARG} ] && serving=1; done
+if [ -n "$serving" ]; then
+    # The console is a terminal: what the host sends is not echoed back onto it.
+    $B stty -echo
+    $B mkdir -p /tmp
+    echo "{SERVING}"
+    serve_commands /{MODULE_DIR} /tmp
 fi
 $B reboot -f
 """

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..arch import Arch
 from ..console import ktap, oops
@@ -102,6 +102,8 @@ def kvm_usable() -> bool:
 
 class Guest:
     """One running guest (QEMU, or a UML kernel); iterate `lines()` to stream its console. Always killed on close."""
+
+    resumed = False  # a guest up before this boot (kept.py's are): KUnit started long before its console here
 
     def __init__(self, request: BootRequest, sink: Callable[[str], None] | None = None) -> None:
         import pexpect
@@ -268,19 +270,34 @@ class Guest:
         self.close()
 
 
+class Console(Protocol):
+    """A guest's console for one boot: Guest, or a batch on a kept guest (kept.py)."""
+
+    record: BootRecord
+    resumed: bool
+
+    def lines(self, first_output_timeout: float | None = None) -> Iterator[str]: ...
+
+    def __enter__(self) -> Console: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
 def boot(
     request: BootRequest,
     sink: Callable[[str], None] | None = None,
     first_output_timeout: float | None = None,
     stop_after_crash: bool = False,
+    guest: Console | None = None,
 ) -> tuple[BootRecord, list[ktap.Event]]:
-    """Boot one guest to the end, parsing its console as it streams; with `stop_after_crash`, end it as soon as a
-    case's result line follows a crash (oops, BUG), so no later case runs on a tainted kernel."""
+    """Boot one guest to the end (or run one batch on `guest`, a guest up already), parsing its console as it
+    streams; with `stop_after_crash`, end it as soon as a case's result line follows a crash (oops, BUG), so no
+    later case runs on a tainted kernel."""
     parser = ktap.KtapParser(list_boot=any(arg.startswith("kunit.action=list") for arg in request.kernel_args))
     events: list[ktap.Event] = []
     started: dict[str, float] = {}
     crashed = False
-    with Guest(request, sink) as guest:
+    with guest or Guest(request, sink) as guest:
         for line in guest.lines(first_output_timeout):
             crashed = crashed or bool(oops.fault_lines([line]))
             index, now = len(guest.record.console) - 1, time.monotonic()
@@ -297,5 +314,5 @@ def boot(
             if guest.record.stopped:
                 break
     events.extend(parser.finish())
-    guest.record.ktap_started = parser.started
+    guest.record.ktap_started = parser.started or guest.resumed
     return guest.record, events

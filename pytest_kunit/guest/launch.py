@@ -154,7 +154,7 @@ class UmlLauncher:
         return exit_signal if exit_signal is not None and exit_signal not in _UML_OWN_DEATHS else None
 
     def prepare_child(self) -> Callable[[], None] | None:
-        return _uml_child
+        return uml_child
 
 
 # What a hang-up of the guest's pty, or pytest-kunit's own stop, ends it with. A pytest started with them ignored (under
@@ -169,7 +169,7 @@ def default_signals() -> None:
         signal.signal(number, signal.SIG_DFL)
 
 
-def _uml_child() -> None:
+def uml_child() -> None:
     default_signals()
     # A panicking UML kernel aborts: without this, a core of its whole memory could land in the working directory.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -34,6 +34,7 @@ from .boot import (
 )
 from .boot_failure import boot_failure
 from .cmdline import SMALLEST_COMMAND_LINE, check_fits, command_line_size, line_length
+from .kept import kept_guest, servable
 from .planning import (
     BootFilter,
     PlannedCase,
@@ -226,10 +227,11 @@ class Runner:
         kernel_args: tuple[str, ...],
         cases: int = 0,
         stop_after_crash: bool = False,
+        boot_filter: BootFilter | None = None,
     ) -> tuple[BootRecord, list[ktap.Event]]:
         """Boot once to the end (or, with `stop_after_crash`, to the result line of the first case after a crash; or
         to the deadline of a boot running `cases` cases); under KVM, a guest that hangs or aborts before KUnit starts
-        is rerun under TCG."""
+        is rerun under TCG. A test boot (`boot_filter`) of a kernel kept.py serves runs on a kept guest."""
         deadline, source = self.settings.boot_timeout, "--kunit-boot-timeout"
         if deadline is None:
             deadline = boot_deadline(self.settings.timeout, cases)
@@ -255,13 +257,24 @@ class Runner:
                 initrd=kernel.initrd,
             )
             kvm = request.accel == "kvm"
+            kept = None
+            if boot_filter is not None and servable(kernel, self.settings.keep_guest):
+                kept = kept_guest(self.settings.cache_dir, kernel, request, boot_filter, self.sink)
             record, events = boot(
                 request,
                 self.sink,
                 first_output_timeout=KVM_FIRST_OUTPUT if kvm else None,
                 stop_after_crash=stop_after_crash,
+                guest=kept,
             )
-            self.stats.boots += 1
+            if kept is not None and kept.replaced_why:
+                self.announce(f"the kept guest of {kernel.key} could not serve ({kept.replaced_why}): booted afresh")
+            if kept is not None and kept.ended_why and kept.done:
+                self.announce(f"the kept guest of {kernel.key} was ended ({kept.ended_why}): the next run boots afresh")
+            if kept is not None and kept.resumed:
+                self.stats.kept_batches += 1
+            else:
+                self.stats.boots += 1
             self.stats.boot_seconds += record.seconds
             why = kvm_failure(record) if kvm else ""
             if not why:
@@ -279,6 +292,7 @@ class Runner:
             self._kernel_args(kernel, boot_filter),
             len(executed),
             stop_after_crash=self.settings.reboot_after_crash,
+            boot_filter=boot_filter,
         )
         self.suite_seconds.setdefault(kernel.key, {}).update(record.suite_seconds)
         console = self._keep(kernel, record)

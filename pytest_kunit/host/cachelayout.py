@@ -167,6 +167,10 @@ class CacheLayout:
     def initramfs(self, crc: int) -> Path:
         return self.root / "initramfs" / f"initramfs-{crc:08x}.cpio"
 
+    def kept_guests(self) -> Path:
+        """The guests kept up between runs (guest/kept.py): each one's socket, state and keeper's log."""
+        return self.root / "guests"
+
     def cache_id(self) -> Path:
         return self.root / "cache-id"
 

@@ -22,9 +22,16 @@ _SUITE_SYMBOL = re.compile(r"^CONFIG_\w+_TESTS?$")
 BUILT_IN = ("CONFIG_KUNIT",)  # the executor, filters and the module notifier: never a module
 
 
-# Modules, and what the initramfs's /init that loads them needs: an initramfs, busybox's ELF, its script (as
-# findings/guest_init.py's KCONFIG says; without them the kernel panics for want of a root file system).
-MODE_LINES = ("CONFIG_MODULES=y", "CONFIG_BLK_DEV_INITRD=y", "CONFIG_BINFMT_ELF=y", "CONFIG_BINFMT_SCRIPT=y")
+# Modules, unloadable (a guest kept up, --kunit-keep-guest, loads a suite's module again after an edit), and what the
+# initramfs's /init that loads them needs: an initramfs, busybox's ELF, its script (as findings/guest_init.py's
+# KCONFIG says; without them the kernel panics for want of a root file system).
+MODE_LINES = (
+    "CONFIG_MODULES=y",
+    "CONFIG_MODULE_UNLOAD=y",
+    "CONFIG_BLK_DEV_INITRD=y",
+    "CONFIG_BINFMT_ELF=y",
+    "CONFIG_BINFMT_SCRIPT=y",
+)
 
 
 def mode_fragment() -> Fragment:

@@ -116,6 +116,9 @@ KERNELS: dict[str, TierKernel] = {
     # the framework fragment's own kernel (test_real_arches).
     "arches": TierKernel((f"--kunit-arch={LITTLE_32},{BIG_ENDIAN}", FRAMEWORK)),
     "um": TierKernel(("--kunit-arch=um", "--kunit-share-kernels", FRAMEWORK, FAULTS)),
+    # The framework fragment in module mode on UML (its tristate suites modules /init loads): test_keep_guest runs
+    # its module suites on fresh guests and on a guest kept up between runs, and compares them case by case.
+    "modules": TierKernel(("--kunit-arch=um", "--kunit-modules", FRAMEWORK)),
 }
 
 

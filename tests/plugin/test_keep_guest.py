@@ -1,0 +1,117 @@
+"""--kunit-keep-guest: a --kunit-modules guest kept up between runs serves the next run's module batch without a boot,
+takes an edited module over its console, and is ended (the next run boots afresh) once it is not sound. The fake
+QEMU's /init serves as the real one does (its `put` and `load` commands); its keeper is a real one."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_kunit.guest import kept
+
+from .conftest import FakeKernel
+from .test_modules import MODULE_SOURCE, modular  # noqa: F401 (a fixture)
+
+KEEP = ("--kunit-modules", "--kunit-keep-guest", "-rA")
+
+
+@pytest.fixture
+def keeping(project: pytest.Pytester, modular: FakeKernel) -> Iterator[FakeKernel]:  # noqa: F811
+    yield modular
+    kept.end_all(modular.cache)  # no keeper outlives its test
+
+
+def run(project: pytest.Pytester, kernel: FakeKernel, *extra: str) -> pytest.RunResult:
+    time.sleep(1.1)  # the runner allows file times a second's lag behind the build's start
+    return project.runpytest(*kernel.options(*KEEP, *extra))
+
+
+def served(kernel: FakeKernel) -> list[list[str]]:
+    log = kernel.qemu_log.with_name(kernel.qemu_log.name + ".served")
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_the_next_run_is_served_by_the_kept_guest_without_a_boot(project: pytest.Pytester, keeping: FakeKernel) -> None:
+    first = run(project, keeping, "-k", "modsuite")
+    first.assert_outcomes(passed=2)
+    assert len(keeping.test_boots()) == 1
+    second = run(project, keeping, "-k", "modsuite")
+    second.assert_outcomes(passed=2)
+    second.stdout.fnmatch_lines(["*guest boots: 0 *batches on a kept guest: 1"])
+    assert len(keeping.test_boots()) == 1  # no boot of its own
+    assert served(keeping) == [["fake_module_test"], ["fake_module_test"]]
+
+
+def test_an_edited_module_is_sent_into_the_kept_guest_and_its_new_outcome_is_reported(
+    project: pytest.Pytester, keeping: FakeKernel
+) -> None:
+    run(project, keeping, "-k", "mod_first").assert_outcomes(passed=1)
+    run(project, keeping, "-k", "mod_first").assert_outcomes(passed=1)  # a build that records its directories
+    with (keeping.tree / MODULE_SOURCE).open("a") as source:
+        source.write("// fake-outcome: mod_first fail\n")
+    result = run(project, keeping, "-k", "mod_first")
+    result.assert_outcomes(failed=1)  # the module sent in ran: its outcome is the console's
+    assert len(keeping.test_boots()) == 1
+    assert len(served(keeping)) == 3
+
+
+def test_a_guest_whose_case_faulted_is_ended_and_the_next_run_boots_afresh(
+    project: pytest.Pytester, keeping: FakeKernel
+) -> None:
+    keeping.set_case("modsuite", "mod_first", outcome="crash")
+    first = run(project, keeping, "-k", "modsuite")
+    first.assert_outcomes(passed=1, failed=1)
+    first.stdout.fnmatch_lines(["*the kept guest of * was ended (its console shows a fault: *"])
+    run(project, keeping, "-k", "modsuite").assert_outcomes(passed=1, failed=1)
+    assert len(keeping.test_boots()) == 2
+
+
+def test_a_guest_left_tainted_is_ended(project: pytest.Pytester, keeping: FakeKernel) -> None:
+    spec = keeping.spec()
+    spec["taint"] = (1 << 18) | (1 << 9)  # TAINT_WARN besides TAINT_TEST
+    keeping.write_spec(spec)
+    run(project, keeping, "-k", "modsuite").stdout.fnmatch_lines(["*was ended (the kernel is tainted (0x40200*"])
+    run(project, keeping, "-k", "modsuite").assert_outcomes(passed=2)
+    assert len(keeping.test_boots()) == 2
+
+
+def test_a_batch_with_built_in_cases_boots_a_fresh_guest_which_then_serves(
+    project: pytest.Pytester, keeping: FakeKernel
+) -> None:
+    run(project, keeping, "-k", "modsuite").assert_outcomes(passed=2)
+    run(project, keeping, "-k", "example_simple_test or modsuite").assert_outcomes(passed=3)
+    assert len(keeping.test_boots()) == 2  # built-in cases run only at boot
+    run(project, keeping, "-k", "modsuite").assert_outcomes(passed=2)
+    assert len(keeping.test_boots()) == 2
+
+
+def test_without_module_mode_nothing_is_kept(project: pytest.Pytester, keeping: FakeKernel) -> None:
+    time.sleep(1.1)
+    project.runpytest(*keeping.options("--kunit-keep-guest", "-k", "example_simple_test")).assert_outcomes(passed=1)
+    assert not list((keeping.cache / "guests").glob("*.sock"))
+
+
+def test_what_makes_a_guest_unsound() -> None:
+    assert kept.unsound(["pytest-kunit: tainted 266240"]) == ""  # TAINT_TEST and TAINT_OOT_MODULE
+    assert "tainted" in kept.unsound(["pytest-kunit: tainted 512"])
+    assert "would not unload" in kept.unsound(["pytest-kunit: rmmod failed: fake_module_test"])
+    assert "fault" in kept.unsound(["BUG: kernel NULL pointer dereference, address: 0000000000000000"])
+
+
+def test_a_rebuilt_image_boots_a_fresh_guest_and_ends_the_one_kept_for_the_old_image(
+    project: pytest.Pytester, keeping: FakeKernel
+) -> None:
+    run(project, keeping, "-k", "modsuite").assert_outcomes(passed=2)
+    run(project, keeping, "-k", "modsuite").assert_outcomes(passed=2)  # a build that records its directories
+    (old,) = [json.loads(path.read_text())["keeper"] for path in (keeping.cache / "guests").glob("*.json")]
+    with (keeping.tree / "lib/kunit/kunit-example-test.c").open("a") as source:
+        source.write("// fake-outcome: example_simple_test fail\n")
+    run(project, keeping, "-k", "modsuite").assert_outcomes(passed=2)
+    assert len(keeping.test_boots()) == 2
+    (new,) = [json.loads(path.read_text())["keeper"] for path in (keeping.cache / "guests").glob("*.json")]
+    assert new != old
+    time.sleep(0.5)  # the old keeper ends its guest, then itself
+    assert not kept._alive(old)

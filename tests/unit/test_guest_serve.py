@@ -1,0 +1,37 @@
+"""/init's serve loop (findings/guest_init.py) run by the host's busybox, as the guest runs it: a module's file sent
+in pieces, as kept.py sends it, arrives whole. Only `put` runs here: `load` would load into the host's kernel."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from pytest_kunit.findings.guest_init import CHUNK_TAKEN, PUT_DONE, SERVE_COMMANDS
+from pytest_kunit.guest.initramfs import BUSYBOX
+from pytest_kunit.guest.kept import put_command
+
+
+def serve(tmp_path: Path, commands: str) -> list[str]:
+    modules, scratch = tmp_path / "modules", tmp_path / "scratch"
+    modules.mkdir()
+    scratch.mkdir()
+    script = f"B={BUSYBOX}\n{SERVE_COMMANDS}\nserve_commands {modules} {scratch}\n"
+    done = subprocess.run(
+        [str(BUSYBOX), "sh", "-c", script], input=commands, capture_output=True, text=True, check=True, timeout=60
+    )
+    return done.stdout.splitlines()
+
+
+def test_a_module_sent_in_chunks_arrives_whole(tmp_path: Path) -> None:
+    data = os.urandom(60_000)  # no gzip shrinks it: several chunks
+    pieces = put_command("some_test", data)
+    answers = serve(tmp_path, "".join(pieces))
+    assert len(pieces) > 3
+    assert answers == [CHUNK_TAKEN] * (len(pieces) - 1) + [f"{PUT_DONE} some_test"]
+    assert (tmp_path / "modules" / "some_test.ko").read_bytes() == data
+
+
+def test_a_module_that_arrives_broken_is_said_to_have_failed(tmp_path: Path) -> None:
+    answers = serve(tmp_path, "put some_test\nnot base64 at all!\nend\n")
+    assert answers == ["pytest-kunit: put failed: some_test"]
