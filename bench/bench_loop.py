@@ -18,7 +18,7 @@ shared, and CPU seconds vary less with the others' load than wall seconds do.
 The original source is put back at the end and both trees rebuilt (untimed), so the builds match the tree again.
 Run it under the build lock: flock /tmp/kbuild.lock bench/bench_loop.py ...
 Usage: bench/bench_loop.py --tree packaged|DIR --kunit-build DIR [--cache DIR] [--pairs N] [--edit comment,statement]
-                           [--json OUT]
+                           [--modules [--keep-guest]] [--json OUT]
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from pathlib import Path
 
 from bench import ONLY_OURS
 from pytest_kunit.bundled import default_patch_dirs
+from pytest_kunit.guest.keepers import end_all
 from pytest_kunit.kernel.tree import prepare
 from pytest_kunit.versions import DEFAULT_TARBALL
 
@@ -64,10 +65,12 @@ class Setup:
     kunit_py: list[str]
 
 
-def setup(tree_arg: str, cache: Path, kunit_build: Path, modules: bool = False) -> Setup:
-    # --modules: our edit loop in module mode (the example suite a module, made alone) against kunit.py's built-in one.
+def setup(tree_arg: str, cache: Path, kunit_build: Path, modules: bool = False, keep: bool = False) -> Setup:
+    # --modules: our edit loop in module mode (the example suite a module, made alone) against kunit.py's built-in one;
+    # --keep-guest: and the module loaded into a guest kept up from the run before.
     plugin = ["-p", "pytest_kunit.plugin", "-p", "xdist.plugin", "-p", "no:cacheprovider"]
-    plugin += ["--kunit-modules"] if modules else []
+    plugin += ["--kunit-modules"] if modules or keep else []
+    plugin += ["--kunit-keep-guest"] if keep else []
     select = ["-k", "example_simple_test"]
     if tree_arg == "packaged":
         tree = prepare(DEFAULT_TARBALL, default_patch_dirs(), cache).path
@@ -147,8 +150,11 @@ def main() -> int:
     parser.add_argument("--edit", default="comment,statement")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--modules", action="store_true", help="our loop with --kunit-modules (module-only builds)")
+    parser.add_argument(
+        "--keep-guest", action="store_true", help="and --kunit-keep-guest: the module loaded into a guest kept up"
+    )
     args = parser.parse_args()
-    bench = setup(args.tree, args.cache, args.kunit_build, args.modules)
+    bench = setup(args.tree, args.cache, args.kunit_build, args.modules, args.keep_guest)
     source = bench.tree / EXAMPLE
     original = source.read_text()
     runs: list[Run] = []
@@ -180,6 +186,7 @@ def main() -> int:
         source.write_text(original)
         timed("pytest-kunit", "restore", bench.ours, bench.ours_cwd)
         timed("kunit.py", "restore", bench.kunit_py, bench.tree)
+        end_all(args.cache)
     summary: dict[str, dict[str, float]] = {}
     for kind in args.edit.split(","):
         ours = statistics.median(r.seconds for r in runs if r.edit == kind and r.tool == "pytest-kunit")

@@ -5,7 +5,8 @@ copies GCOV counters onto the console, then ends the guest (guest/initramfs.py p
 serve (--kunit-keep-guest), stays up and takes commands on its console (guest/kept.py speaks them).
 
 KUnit runs before /init (kernel_init_freeable), so with `kunit_shutdown=none` the kernel goes on to the initramfs once
-the last suite is done. /init reboots at once on a list boot (`kunit.action=`); QEMU's -no-reboot ends the guest.
+the last suite is done. /init ends the guest at once on a list boot (`kunit.action=`): it reboots, which QEMU's
+-no-reboot turns into QEMU's exit, or halts a UML guest (HALT_ARG, which UML's boots carry).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ SCAN_BUSY = "pytest-kunit: kmemleak's final scan still running"
 GCOV_BUSY = "pytest-kunit: copying the GCOV counters"
 GCOV_BEGIN, GCOV_END = "pytest-kunit-gcov-begin", "pytest-kunit-gcov-end"
 ALL = "all"
+# /init ends the guest by halting it, not rebooting: a rebooting UML executes itself again.
+HALT_ARG = "pytest_kunit.halt"
 
 # Serving (SERVE_ARG on the command line): after the above, /init reads one command a line from its console, echo off.
 #   put NAME      a module's new file follows: gzip, then base64, a line at most BASE64_LINE long, a line "."
@@ -109,12 +112,15 @@ B=/bin/busybox
 {COPY_COUNTERS}
 {SERVE_COMMANDS}
 $B mount -t proc proc /proc
+end() {{
+    if $B grep -qw {HALT_ARG} /proc/cmdline; then $B halt -f; else $B reboot -f; fi
+}}
 dirs=
 leaks=
 modules=
 for word in $($B cat /proc/cmdline); do
     case "$word" in
-        kunit.action=*) $B reboot -f ;;
+        kunit.action=*) end ;;
         {MODULES_ARG}=*) modules="${{word#{MODULES_ARG}=}}" ;;
         {GCOV_ARG}=*) dirs="${{word#{GCOV_ARG}=}}" ;;
         {KMEMLEAK_ARG}) leaks=1 ;;
@@ -161,7 +167,7 @@ if [ -n "$serving" ]; then
     echo "{SERVING}"
     serve_commands /{MODULE_DIR} /tmp
 fi
-$B reboot -f
+end
 """
 
 

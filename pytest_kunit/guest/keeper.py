@@ -4,10 +4,13 @@ prints while no run is connected is kept and handed to the next one first. It en
 without a run, and ends with the guest, writing its exit status beside the socket before the connected run sees the
 end.
 
-    python -m pytest_kunit.guest.keeper SOCKET IDLE pty|pipe COMMAND...
+    python -m pytest_kunit.guest.keeper SOCKET IDLE pty|pipe pause|run COMMAND...
 
 `pty` gives the guest a terminal (QEMU's serial port waits for one), `pipe` two pipes (UML, whose console drops what a
-full terminal will not take). What it relays means nothing to the keeper: guest/kept.py speaks to /init.
+full terminal will not take). `pause` stops the guest (SIGSTOP) while no run is connected: a QEMU guest's clock
+jumps over idle time under TCG (-icount's sleep=off), so an idle guest would spin a host core; stopped, its clock
+stands still too. A UML guest (`run`) idles as any host program does. What it relays means nothing to the keeper:
+guest/kept.py speaks to /init.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import sys
 import time
 import tty
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 
 from ..host.processes import kill_group
@@ -67,9 +71,15 @@ def _ended(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
-def serve(socket_path: Path, idle: float, console: str, command: Sequence[str]) -> int:
+def serve(socket_path: Path, idle: float, console: str, pause: bool, command: Sequence[str]) -> int:
     signal.signal(signal.SIGTERM, _ended)
     guest, output, given = _start(command, console)
+
+    def hold(stopped: bool) -> None:
+        if pause:
+            with suppress(ProcessLookupError):
+                os.kill(guest.pid, signal.SIGSTOP if stopped else signal.SIGCONT)
+
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(socket_path))
     listener.listen(1)
@@ -105,6 +115,7 @@ def serve(socket_path: Path, idle: float, console: str, command: Sequence[str]) 
                             selector.unregister(client)
                             client.close()
                             client, idle_since = None, time.monotonic()
+                            hold(True)
                     kept += data
                     if len(kept) > MOST_KEPT:
                         return 1
@@ -114,6 +125,7 @@ def serve(socket_path: Path, idle: float, console: str, command: Sequence[str]) 
                         connection.close()  # one run at a time (kept.py holds a lock besides)
                         continue
                     client = connection
+                    hold(False)
                     selector.register(client, selectors.EVENT_READ, "client")
                     client.sendall(kept)
                     kept.clear()
@@ -125,7 +137,9 @@ def serve(socket_path: Path, idle: float, console: str, command: Sequence[str]) 
                     selector.unregister(client)
                     client.close()
                     client, idle_since = None, time.monotonic()
+                    hold(True)
     finally:
+        hold(False)  # a stopped process takes no SIGKILL until it runs again
         kill_group(guest.pid)
         guest.wait()
         socket_path.unlink(missing_ok=True)
@@ -134,13 +148,13 @@ def serve(socket_path: Path, idle: float, console: str, command: Sequence[str]) 
 
 
 def main(argv: Sequence[str]) -> int:
-    socket_path, idle, console, *command = argv
+    socket_path, idle, console, pause, *command = argv
     # Forked away from the run that started it, which reaps the parent at once: no run is left with a child to wait
     # for, and the keeper outlives it.
     if os.fork():
         return 0
     pid_file(Path(socket_path)).write_text(f"{os.getpid()}\n")
-    return serve(Path(socket_path), float(idle), console, command)
+    return serve(Path(socket_path), float(idle), console, pause == "pause", command)
 
 
 if __name__ == "__main__":

@@ -21,35 +21,30 @@ import hashlib
 import json
 import os
 import select
-import signal
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import ExitStack, suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from ..console import oops
 from ..console.transcript import BootRecord, BoundedConsole
-from ..errors import KunitError
 from ..findings import guest_init
 from ..host.cachelayout import CacheLayout
 from ..host.locking import cache_lock_if_free
 from ..model import Kernel
+from . import keepers
 from .boot import BootRequest, command_line
 from .console_lines import LineSplitter
-from .keeper import exit_file, pid_file
+from .keeper import exit_file
+from .keepers import KeeperState, Kept
 from .launch import launcher
 from .module_boots import builtin_cases
 from .planning import BootFilter, executed_cases
 
-KEEP_IDLE = 900.0  # seconds a kept guest waits for the next run before its keeper ends it
 # Taint flags loading a test module sets (TAINT_OOT_MODULE, TAINT_UNSIGNED_MODULE, TAINT_TEST): any other is a reason.
 LOADING_TAINTS = (1 << 12) | (1 << 13) | (1 << 18)
-_START_WAIT = 10.0  # seconds a new keeper may take to listen
-_SOCKET_PATH_MAX = 107  # sun_path's bytes, its NUL left out
 # Arguments of one boot that a kept guest does not hold to: which cases it runs at boot and which modules it loads.
 _PER_BATCH = ("kunit.filter_glob=", "kunit.filter=", f"{guest_init.MODULES_ARG}=")
 
@@ -96,44 +91,6 @@ def servable(kernel: Kernel, keep: bool) -> bool:
     )
 
 
-@dataclass
-class _State:
-    identity: str
-    kernel: str  # the fragment's kernel key: a guest of its older image is ended when a new one starts
-    keeper: int
-    modules: dict[str, str] = field(default_factory=dict)  # name -> digest of the file the guest holds
-
-    @classmethod
-    def read(cls, path: Path) -> _State | None:
-        try:
-            data = json.loads(path.read_text())
-            return cls(str(data["identity"]), str(data["kernel"]), int(data["keeper"]), dict(data["modules"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-
-    def write(self, path: Path) -> None:
-        partial = path.with_name(path.name + ".partial")
-        fields = {"identity": self.identity, "kernel": self.kernel, "keeper": self.keeper, "modules": self.modules}
-        partial.write_text(json.dumps(fields))
-        partial.replace(path)
-
-
-def _alive(pid: int) -> bool:
-    """Whether `pid` is a keeper still running: not a process that ended and was never reaped (whoever adopts an
-    orphan may not reap it), nor another program that got its number since."""
-    try:
-        status = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, IndexError):
-        return False
-    return status != "Z" and b"pytest_kunit.guest.keeper" in command
-
-
-def _end(pid: int) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signal.SIGTERM)
-
-
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -161,9 +118,8 @@ class KeptGuest:
         self.identity = hashlib.sha256(
             json.dumps([kernel.build.image_digest, words, guest_init.INIT]).encode()
         ).hexdigest()
-        self._socket_path = directory / f"{self.identity[:16]}.sock"
-        self._state_path = directory / f"{self.identity[:16]}.json"
-        self._log = directory / f"{self.identity[:16]}.keeper.log"
+        self._kept = Kept(directory, self.identity[:16])
+        self._log = self._kept.log
         self.record = BootRecord(self._command, program=self._launcher.program)
         self._console = BoundedConsole(self.record.console, self.record.console_map)
         self._started = time.monotonic()
@@ -171,7 +127,7 @@ class KeptGuest:
         self._splitter = LineSplitter()
         self._pending: list[str] = []
         self._connection: socket.socket | None = None
-        self._state: _State | None = None
+        self._state: KeeperState | None = None
         self._batch: list[str] = []  # this batch's lines, judged for the next one
         self.done = False  # the batch reached its end
         self.ended_why = ""  # why the guest was ended after this batch ("" while it is kept)
@@ -185,69 +141,23 @@ class KeptGuest:
     # -- finding or starting the guest
 
     def _resume(self) -> bool:
-        state = _State.read(self._state_path)
-        if state is None or not _alive(state.keeper):
+        found = keepers.resume(self._kept)
+        if found is None:
             return False
-        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            connection.connect(str(self._socket_path))
-        except OSError:
-            connection.close()
-            _end(state.keeper)
-            return False
-        self._connection, self._state = connection, state
+        self._connection, self._state = found
         return True
 
     def _start(self) -> None:
-        for path in self._state_path.parent.glob("*.json"):  # this one's, and those of the kernel's older images
-            earlier = _State.read(path)
-            if earlier is not None and (path == self._state_path or earlier.kernel == self.kernel.key):
-                _end(earlier.keeper)
-                path.unlink(missing_ok=True)
-        if len(str(self._socket_path).encode()) > _SOCKET_PATH_MAX:
-            raise KunitError(
-                f"--kunit-keep-guest: the kept guest's socket {self._socket_path} is longer than a Unix socket's "
-                f"{_SOCKET_PATH_MAX} bytes.",
-                "give --kunit-cache-dir a shorter path, or run without --kunit-keep-guest.",
-            )
-        self._socket_path.unlink(missing_ok=True)
-        exit_file(self._socket_path).unlink(missing_ok=True)
+        keepers.end_kernel(self._kept, self.kernel.key)
         self._decoder.reset()
         self._splitter, self._pending = LineSplitter(), []
         console = "pipe" if self._launcher.console_pipe else "pty"
-        keeper_command = [
-            sys.executable,
-            "-m",
-            "pytest_kunit.guest.keeper",
-            str(self._socket_path),
-            str(KEEP_IDLE),
-            console,
-            *self._command,
-        ]
-        pid_file(self._socket_path).unlink(missing_ok=True)
-        with self._log.open("ab") as log:
-            subprocess.run(
-                keeper_command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, check=False
-            )
-        until = time.monotonic() + _START_WAIT
-        while True:
-            connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                connection.connect(str(self._socket_path))
-                keeper = int(pid_file(self._socket_path).read_text())
-                break
-            except (OSError, ValueError):
-                connection.close()
-                if time.monotonic() > until:
-                    raise KunitError(
-                        f"--kunit-keep-guest: the keeper of the guest did not start ({self._log}).",
-                        "run without --kunit-keep-guest, and report the log.",
-                    ) from None
-                time.sleep(0.01)
-        self._connection = connection
+        # A QEMU guest is stopped between runs (its clock would race through idle time on a host core); UML idles.
+        pause = self.request.arch.qemu is not None
+        self._connection, keeper = keepers.start(self._kept, console, pause, self._command)
         modules = {m.name: _digest(self.kernel.build.build_dir / m.path) for m in self.kernel.modules}
-        self._state = _State(self.identity, self.kernel.key, keeper, modules)
-        self._state.write(self._state_path)
+        self._state = KeeperState(self.identity, self.kernel.key, keeper, modules)
+        self._state.write(self._kept.state_file)
 
     # -- the console
 
@@ -358,7 +268,7 @@ class KeptGuest:
     def _guest_ended(self) -> None:
         """The guest ended: its exit status, as its keeper wrote it."""
         until = time.monotonic() + 2.0
-        path = exit_file(self._socket_path)
+        path = exit_file(self._kept.socket)
         while not path.exists() and time.monotonic() < until:
             time.sleep(0.01)
         with suppress(OSError, ValueError):
@@ -372,8 +282,8 @@ class KeptGuest:
             self._connection.close()
             self._connection = None
         if self._state is not None:
-            _end(self._state.keeper)
-            self._state_path.unlink(missing_ok=True)
+            keepers.end(self._state.keeper)
+            self._kept.state_file.unlink(missing_ok=True)
 
     def close(self) -> BootRecord:
         why = self.ended_why or ("" if self.done else "its batch did not reach its end")
@@ -383,7 +293,7 @@ class KeptGuest:
             self._stop_keeper()
         else:
             assert self._state is not None and self._connection is not None
-            self._state.write(self._state_path)
+            self._state.write(self._kept.state_file)
             self._connection.close()
         self.record.seconds = time.monotonic() - self._started
         self._stack.close()
@@ -394,18 +304,6 @@ class KeptGuest:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def end_all(cache_dir: Path) -> int:
-    """End every guest kept in this cache (their keepers end them); how many there were."""
-    ended = 0
-    for path in CacheLayout(cache_dir).kept_guests().glob("*.json"):
-        state = _State.read(path)
-        if state is not None and _alive(state.keeper):
-            _end(state.keeper)
-            ended += 1
-        path.unlink(missing_ok=True)
-    return ended
 
 
 def kept_guest(

@@ -15,14 +15,15 @@ from typing import Protocol
 
 from ..arch import Arch, QemuSettings, UmlSettings
 from ..errors import BootError
+from ..findings.guest_init import HALT_ARG
 
 QEMU_ARGS = ("-nodefaults", "-nographic", "-no-reboot")
 # Always under QEMU: a panic reboots at once, and QEMU exits instead of rebooting; KUnit reboots when done (or powers
 # off: QemuSettings.shutdown).
 QEMU_PANIC = "panic=-1"
 # Always under UML: a rebooting UML kernel executes itself again, so KUnit halts it instead (the process then exits
-# 0). A panic needs nothing: UML's own panic notifier aborts the process.
-UML_KERNEL_ARGS = ("kunit_shutdown=halt",)
+# 0), and so does the initramfs's /init. A panic needs nothing: UML's own panic notifier aborts the process.
+UML_KERNEL_ARGS = ("kunit_shutdown=halt", HALT_ARG)
 
 # QEMU catches SIGTERM, SIGINT and SIGHUP, says so on stderr (our console) and exits with status 0.
 _CAUGHT_SIGNAL = re.compile(r"terminating on signal (\d+)")

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_kunit.guest import kept
+from pytest_kunit.guest import keepers, kept
 
 from .conftest import FakeKernel
 from .test_modules import MODULE_SOURCE, modular  # noqa: F401 (a fixture)
@@ -21,7 +21,7 @@ KEEP = ("--kunit-modules", "--kunit-keep-guest", "-rA")
 @pytest.fixture
 def keeping(project: pytest.Pytester, modular: FakeKernel) -> Iterator[FakeKernel]:  # noqa: F811
     yield modular
-    kept.end_all(modular.cache)  # no keeper outlives its test
+    keepers.end_all(modular.cache)  # no keeper outlives its test
 
 
 def run(project: pytest.Pytester, kernel: FakeKernel, *extra: str) -> pytest.RunResult:
@@ -114,4 +114,4 @@ def test_a_rebuilt_image_boots_a_fresh_guest_and_ends_the_one_kept_for_the_old_i
     (new,) = [json.loads(path.read_text())["keeper"] for path in (keeping.cache / "guests").glob("*.json")]
     assert new != old
     time.sleep(0.5)  # the old keeper ends its guest, then itself
-    assert not kept._alive(old)
+    assert not keepers.alive(old)

@@ -142,3 +142,12 @@ def test_a_module_suite_that_kills_the_guest_is_recovered(project: pytest.Pytest
     result = run(project, modular, "-k", "modsuite")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["PASSED *::modsuite::mod_second", "FAILED *::modsuite::mod_first*"])
+
+
+def test_on_uml_init_halts_the_guest_which_a_reboot_would_start_again(
+    project: pytest.Pytester, modular: FakeKernel
+) -> None:
+    time.sleep(1.1)
+    result = project.runpytest(*modular.uml_options("--kunit-modules", "--kunit-timeout=2", "-k", "modsuite"))
+    result.assert_outcomes(passed=2)
+    assert all("pytest_kunit.halt" in boot["params"] for boot in modular.boots())

@@ -39,8 +39,8 @@ def test_the_linux_binary_runs_directly_with_umls_arguments(project: pytest.Pyte
         binary = Path(boot["argv"][1])
         assert binary.name == "linux" and binary.parent.parent.name == "build"
         words = boot["argv"][2:]
-        # kunit.py's UML arguments; a reboot would execute the binary again, so KUnit halts it.
-        assert words[:3] == ["mem=1G", "console=tty", "kunit_shutdown=halt"]
+        # kunit.py's UML arguments; a reboot would execute the binary again, so KUnit halts it, as /init would.
+        assert words[:4] == ["mem=1G", "console=tty", "kunit_shutdown=halt", "pytest_kunit.halt"]
         assert not any(word.startswith(("console=ttyS", "panic=", "-")) for word in words)
         assert boot["accel"] is None
     assert "arch um" in result.stdout.str()

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_kunit.guest import kept
+from pytest_kunit.guest import keepers
 
 from .conftest import FRAMEWORK, TIER_CACHE, Kunit
 
@@ -23,7 +23,7 @@ MODULES = ("--kunit-arch=um", "--kunit-modules")
 @pytest.fixture
 def ended_after() -> Iterator[None]:
     yield
-    kept.end_all(TIER_CACHE)  # no guest outlives the test
+    keepers.end_all(TIER_CACHE)  # no guest outlives the test
 
 
 def test_verdicts_from_a_kept_guest_equal_those_from_fresh_boots_case_by_case(kunit: Kunit, ended_after: None) -> None:

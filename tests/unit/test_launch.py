@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.arch import ARCHES, Arch, MakeSettings, UmlSettings
+from pytest_kunit.findings.guest_init import HALT_ARG
 from pytest_kunit.guest.boot import BootRequest, command_line, kernel_command_line
 from pytest_kunit.guest.launch import launcher
 
@@ -17,7 +18,7 @@ X86 = ARCHES["x86_64"]
 
 def test_a_uml_kernel_is_its_own_program_with_kunit_pys_arguments() -> None:
     args = kernel_command_line(UM, ["kunit.filter_glob=example", ""])
-    assert args == ["mem=1G", "console=tty", "kunit_shutdown=halt", "kunit.filter_glob=example"]
+    assert args == ["mem=1G", "console=tty", "kunit_shutdown=halt", "pytest_kunit.halt", "kunit.filter_glob=example"]
     command = launcher(UM).command(Path("/cache/build/k/linux"), args, "none", None)
     assert command == ["/cache/build/k/linux", *args]
 
@@ -26,6 +27,8 @@ def test_a_rebooting_uml_kernel_would_run_again_so_none_reboots() -> None:
     # UML's reboot executes the binary again: only QEMU guests (with -no-reboot) may be told to reboot.
     assert "kunit_shutdown=reboot" not in kernel_command_line(UM, [])
     assert "kunit_shutdown=reboot" in kernel_command_line(X86, [])
+    # Nor the initramfs's /init, which halts a guest whose command line says so.
+    assert HALT_ARG in kernel_command_line(UM, []) and HALT_ARG not in kernel_command_line(X86, [])
 
 
 def test_a_machine_that_cannot_reboot_powers_off_when_done() -> None:
