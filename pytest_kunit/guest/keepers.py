@@ -51,19 +51,26 @@ class KeeperState:
     kernel: str  # the fragment's kernel key: a guest of its older image is ended when a new one starts
     keeper: int  # the keeper's process id
     modules: dict[str, str] = field(default_factory=dict)  # name -> digest of the file the guest holds
+    taint: int = 0  # the kernel's taint flags once booted, before any case ran (what its platform set)
 
     @classmethod
     def read(cls, path: Path) -> KeeperState | None:
         try:
             data = json.loads(path.read_text())
-            return cls(str(data["identity"]), str(data["kernel"]), int(data["keeper"]), dict(data["modules"]))
+            return cls(
+                str(data["identity"]),
+                str(data["kernel"]),
+                int(data["keeper"]),
+                dict(data["modules"]),
+                int(data["taint"]),
+            )
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
     def write(self, path: Path) -> None:
         partial = path.with_name(path.name + ".partial")
         fields = {"identity": self.identity, "kernel": self.kernel, "keeper": self.keeper, "modules": self.modules}
-        partial.write_text(json.dumps(fields))
+        partial.write_text(json.dumps(fields | {"taint": self.taint}))
         partial.replace(path)
 
 

@@ -22,6 +22,8 @@ import json
 import os
 import select
 import socket
+import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import ExitStack, suppress
@@ -49,8 +51,9 @@ LOADING_TAINTS = (1 << 12) | (1 << 13) | (1 << 18)
 _PER_BATCH = ("kunit.filter_glob=", "kunit.filter=", f"{guest_init.MODULES_ARG}=")
 
 
-def unsound(lines: list[str]) -> str:
-    """Why a guest whose console (since it last proved sound) holds `lines` may not serve another batch, or ""."""
+def unsound(lines: list[str], booted: int = 0) -> str:
+    """Why a guest whose console (since it last proved sound) holds `lines` may not serve another batch, or "";
+    `booted` is the taint flags it had once booted, before any case ran."""
     faults = oops.fault_lines(lines)
     if faults:
         return f"its console shows a fault: {faults[0].strip()}"
@@ -61,8 +64,8 @@ def unsound(lines: list[str]) -> str:
             word = line.split(guest_init.TAINTED, 1)[1].strip()
             if not word.isdigit():
                 return f"its taint flags could not be read ({word!r})"
-            if int(word) & ~LOADING_TAINTS:
-                return f"the kernel is tainted ({int(word):#x}: more than loading test modules sets)"
+            if int(word) & ~(LOADING_TAINTS | booted):
+                return f"the kernel is tainted ({int(word):#x}: more than it booted with and loading test modules sets)"
     return ""
 
 
@@ -89,6 +92,17 @@ def servable(kernel: Kernel, keep: bool) -> bool:
         and not kernel.features.module_filter
         and not any(arg.startswith(after) for arg in kernel.boot_args)
     )
+
+
+def loadable(module: Path, cross_compile: str) -> bytes:
+    """The module's file as sent into a guest: without its debug information (which the kernel does not load; crash
+    reports are decoded against the build's own file), a fifth of the bytes; as built if objcopy cannot strip it."""
+    with tempfile.TemporaryDirectory(prefix="pytest-kunit-module-") as scratch:
+        stripped = Path(scratch) / module.name
+        done = subprocess.run(
+            [f"{cross_compile}objcopy", "--strip-debug", str(module), str(stripped)], capture_output=True, check=False
+        )
+        return stripped.read_bytes() if done.returncode == 0 and stripped.is_file() else module.read_bytes()
 
 
 def _digest(path: Path) -> str:
@@ -132,9 +146,7 @@ class KeptGuest:
         self.done = False  # the batch reached its end
         self.ended_why = ""  # why the guest was ended after this batch ("" while it is kept)
         self.replaced_why = ""  # why the guest kept before could not serve this batch, which booted a fresh one
-        # Built-in cases run only at boot: a batch that has any boots a fresh guest.
-        at_boot = executed_cases(builtin_cases(kernel), boot_filter, kernel.attributes)
-        self.resumed = not at_boot and self._resume()
+        self.resumed = self._resume()
         if not self.resumed:
             self._start()
 
@@ -171,18 +183,39 @@ class KeptGuest:
                 self._stop_keeper()
                 self.resumed = False
                 self._start()
-        if not self.resumed and not (yield from self._until(lambda line: line.strip() == guest_init.SERVING)):
-            return
+        if not self.resumed:
+            if not (yield from self._until(lambda line: line.strip() == guest_init.SERVING)):
+                return
+            # What the kernel is tainted with once booted (the platform's own warnings), before any case ran.
+            booted = self._taint()
+            if booted is None:
+                self.ended_why = "it did not answer once booted"
+                return
+            assert self._state is not None
+            self._state.taint = booted
         nonce = os.urandom(4).hex()
         self._send(f"load {nonce} {','.join(self.modules)}\n")
         self.done = yield from self._until(lambda line: line.strip() == f"{guest_init.BATCH_DONE} {nonce}")
 
-    def _between_runs(self) -> str:
-        """What the guest printed since the last batch, and a taint check, judged: why it may not serve, or ""."""
+    def _probe(self) -> list[str] | None:
+        """Quietly, a batch of no module: the guest's console since the last batch to its taint flags (None if it did
+        not answer)."""
         nonce = os.urandom(4).hex()
         self._send(f"load {nonce}\n")
         lines = self._quietly({f"{guest_init.BATCH_DONE} {nonce}"})
-        return unsound(lines) if lines and lines[-1].strip().startswith(guest_init.BATCH_DONE) else "it did not answer"
+        return lines if lines and lines[-1].startswith(guest_init.BATCH_DONE) else None
+
+    def _taint(self) -> int | None:
+        said = [
+            line.split(guest_init.TAINTED, 1)[1].strip() for line in self._probe() or () if guest_init.TAINTED in line
+        ]
+        return int(said[-1]) if said and said[-1].isdigit() else None
+
+    def _between_runs(self) -> str:
+        """What the guest printed since the last batch, and a taint check, judged: why it may not serve, or ""."""
+        assert self._state is not None
+        lines = self._probe()
+        return "it did not answer" if lines is None else unsound(lines, self._state.taint)
 
     def _put_changed(self) -> str:
         """Send each of the batch's modules the guest holds another file of: why that failed, or ""."""
@@ -194,7 +227,7 @@ class KeptGuest:
             digest = _digest(file)
             if self._state.modules.get(module.name) == digest:
                 continue
-            *chunks, end = put_command(module.name, file.read_bytes())
+            *chunks, end = put_command(module.name, loadable(file, self.kernel.arch.make.cross_compile))
             for chunk in chunks:
                 self._send(chunk)
                 if self._quietly({guest_init.CHUNK_TAKEN})[-1:] != [guest_init.CHUNK_TAKEN]:
@@ -287,7 +320,7 @@ class KeptGuest:
 
     def close(self) -> BootRecord:
         why = self.ended_why or ("" if self.done else "its batch did not reach its end")
-        why = why or unsound(self._batch)
+        why = why or unsound(self._batch, self._state.taint if self._state else 0)
         if why:
             self.ended_why = why
             self._stop_keeper()
@@ -313,8 +346,11 @@ def kept_guest(
     boot_filter: BootFilter,
     sink: Callable[[str], None] | None = None,
 ) -> KeptGuest | None:
-    """The kept guest for this boot, resumed or started, or None while another run's batch is using it (this boot
-    then boots as usual)."""
+    """The kept guest for this boot, resumed or started, or None: for a boot that runs built-in cases (they run only at
+    boot, and a kept guest's taint is judged against what it booted with before any case ran), or while another
+    run's batch is using the kept guest. That boot boots as usual."""
+    if executed_cases(builtin_cases(kernel), boot_filter, kernel.attributes):
+        return None
     directory = CacheLayout(cache_dir).kept_guests()
     directory.mkdir(parents=True, exist_ok=True)
     stack = ExitStack()

@@ -78,14 +78,27 @@ def test_a_guest_left_tainted_is_ended(project: pytest.Pytester, keeping: FakeKe
     assert len(keeping.test_boots()) == 2
 
 
-def test_a_batch_with_built_in_cases_boots_a_fresh_guest_which_then_serves(
+def test_a_batch_with_built_in_cases_boots_as_usual_and_the_kept_guest_serves_the_run_after(
     project: pytest.Pytester, keeping: FakeKernel
 ) -> None:
     run(project, keeping, "-k", "modsuite").assert_outcomes(passed=2)
-    run(project, keeping, "-k", "example_simple_test or modsuite").assert_outcomes(passed=3)
-    assert len(keeping.test_boots()) == 2  # built-in cases run only at boot
+    (keeper,) = [json.loads(path.read_text())["keeper"] for path in (keeping.cache / "guests").glob("*.json")]
+    built_in = run(project, keeping, "-k", "example_simple_test or modsuite")
+    built_in.assert_outcomes(passed=3)
+    built_in.stdout.fnmatch_lines(["*guest boots: 1 (*"])  # built-in cases run only at boot
+    assert "kept guest" not in built_in.stdout.str()
+    again = run(project, keeping, "-k", "modsuite")
+    again.assert_outcomes(passed=2)
+    again.stdout.fnmatch_lines(["*guest boots: 0 *batches on a kept guest: 1"])
+    assert [json.loads(path.read_text())["keeper"] for path in (keeping.cache / "guests").glob("*.json")] == [keeper]
+
+
+def test_a_taint_the_guest_booted_with_is_no_reason_to_end_it(project: pytest.Pytester, keeping: FakeKernel) -> None:
+    spec = keeping.spec()
+    spec["boot_taint"] = 1 << 9  # a platform's WARN at boot, before any case: TAINT_WARN
+    keeping.write_spec(spec)
     run(project, keeping, "-k", "modsuite").assert_outcomes(passed=2)
-    assert len(keeping.test_boots()) == 2
+    run(project, keeping, "-k", "modsuite").stdout.fnmatch_lines(["*batches on a kept guest: 1"])
 
 
 def test_without_module_mode_nothing_is_kept(project: pytest.Pytester, keeping: FakeKernel) -> None:

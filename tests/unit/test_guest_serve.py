@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pytest_kunit.findings.guest_init import CHUNK_TAKEN, PUT_DONE, SERVE_COMMANDS
 from pytest_kunit.guest.initramfs import BUSYBOX
-from pytest_kunit.guest.kept import put_command
+from pytest_kunit.guest.kept import loadable, put_command
 
 
 def serve(tmp_path: Path, commands: str) -> list[str]:
@@ -35,3 +35,19 @@ def test_a_module_sent_in_chunks_arrives_whole(tmp_path: Path) -> None:
 def test_a_module_that_arrives_broken_is_said_to_have_failed(tmp_path: Path) -> None:
     answers = serve(tmp_path, "put some_test\nnot base64 at all!\nend\n")
     assert answers == ["pytest-kunit: put failed: some_test"]
+
+
+def test_a_module_is_sent_without_its_debug_information(tmp_path: Path) -> None:
+    source = tmp_path / "mod.c"
+    source.write_text("int answer(int x) { return x * 42; }\n")
+    module = tmp_path / "mod.ko"  # a relocatable object, as a .ko is
+    subprocess.run(["gcc", "-g", "-c", str(source), "-o", str(module)], check=True)
+    sent = loadable(module, "")
+    assert b".debug_info" in module.read_bytes() and b".debug_info" not in sent
+    assert len(sent) < len(module.read_bytes())
+
+
+def test_a_file_objcopy_cannot_read_is_sent_as_built(tmp_path: Path) -> None:
+    module = tmp_path / "fake.ko"
+    module.write_bytes(b"FAKE-MODULE:{}:END")
+    assert loadable(module, "") == module.read_bytes()
