@@ -41,8 +41,10 @@ HALT_ARG = "pytest_kunit.halt"
 #   put NAME      a module's new file follows: gzip, then base64, a line at most BASE64_LINE long, a line "."
 #                 after each chunk of at most CHUNK_LINES (answered CHUNK_TAKEN once the chunk is read: the guest's
 #                 terminal holds 4 KiB unread), "end" after the last; answered PUT_DONE NAME or PUT_FAILED NAME
-#   load ID NAMES load these modules in order (their suites run as each comes in), unload them in the reverse
-#                 order, say the taint flags; answered BATCH_DONE ID
+#   load ID NAMES [GLOB]
+#                 load these modules in order (their suites run as each comes in; with GLOB, KUnit's filter_glob is
+#                 set to it first: 6.6 and later filter a module's suites by it), unload them in the reverse order,
+#                 say the taint flags; answered BATCH_DONE ID
 SERVE_ARG = "pytest_kunit.serve"
 SERVING = "pytest-kunit: serving"
 CHUNK_TAKEN = "pytest-kunit: chunk taken"
@@ -71,7 +73,7 @@ COPY_COUNTERS = f"""copy_counters() {{
 # A shell function of /init (its `put` tested on the host): serve_commands MODULES SCRATCH reads the commands above
 # from standard input until its end; modules are loaded from, and sent into, the directory MODULES.
 SERVE_COMMANDS = f"""serve_commands() {{
-    while read -r command id names; do
+    while read -r command id names glob; do
         case "$command" in
             put)
                 : > "$2/module.b64"
@@ -89,6 +91,7 @@ SERVE_COMMANDS = f"""serve_commands() {{
                 fi
                 ;;
             load)
+                [ -n "$glob" ] && echo "$glob" > /sys/module/kunit/parameters/filter_glob
                 loaded=
                 for module in $(echo "$names" | $B tr , ' '); do
                     if $B insmod "$1/$module.ko"; then

@@ -8,8 +8,8 @@ cache. A guest is trusted only while it stays sound: it is ended, and the next b
 console shows a fault or does not reach its end, a module will not unload, the kernel carries a taint flag other
 than those loading test modules sets, or what it printed between runs shows any of these.
 
-Kernels whose module loader filters suites with kunit.filter_glob (6.6 and later) are not kept: a guest's boot-time
-filter would go on filtering every module loaded into it later.
+On kernels whose module loader filters suites by kunit.filter_glob (6.6 and later), each batch sets the parameter to
+its own glob before it loads (it is writable there): the boot's would go on filtering every module loaded later.
 """
 
 from __future__ import annotations
@@ -82,14 +82,13 @@ def put_command(name: str, data: bytes) -> list[str]:
 
 
 def servable(kernel: Kernel, keep: bool) -> bool:
-    """Whether the kernel's boots may go to a kept guest: module mode, /init doing nothing else at the end (no
-    kmemleak scan, no GCOV counters), and a module loader that does not filter."""
+    """Whether the kernel's boots may go to a kept guest: module mode, and /init doing nothing else at the end (no
+    kmemleak scan, no GCOV counters)."""
     after = (guest_init.KMEMLEAK_ARG, f"{guest_init.GCOV_ARG}=")
     return (
         keep
         and bool(kernel.modules)
         and kernel.initrd is not None
-        and not kernel.features.module_filter
         and not any(arg.startswith(after) for arg in kernel.boot_args)
     )
 
@@ -123,6 +122,7 @@ class KeptGuest:
     ) -> None:
         self.request, self.kernel, self._stack, self._sink = request, kernel, stack, sink
         self.modules = boot_filter.modules or ()
+        self._glob = boot_filter.glob
         self._launcher = launcher(request.arch)
         own = tuple(arg for arg in request.kernel_args if not arg.startswith(f"{guest_init.MODULES_ARG}="))
         fresh = replace(request, kernel_args=(*own, guest_init.SERVE_ARG))
@@ -194,7 +194,9 @@ class KeptGuest:
             assert self._state is not None
             self._state.taint = booted
         nonce = os.urandom(4).hex()
-        self._send(f"load {nonce} {','.join(self.modules)}\n")
+        # A kernel that filters modules' suites (6.6+) by kunit.filter_glob has it set to this batch's, as a boot would.
+        glob = f" {self._glob or '*'}" if self.kernel.features.module_filter else ""
+        self._send(f"load {nonce} {','.join(self.modules)}{glob}\n")
         self.done = yield from self._until(lambda line: line.strip() == f"{guest_init.BATCH_DONE} {nonce}")
 
     def _probe(self) -> list[str] | None:

@@ -128,3 +128,33 @@ def test_a_rebuilt_image_boots_a_fresh_guest_and_ends_the_one_kept_for_the_old_i
     assert new != old
     time.sleep(0.5)  # the old keeper ends its guest, then itself
     assert not keepers.alive(old)
+
+
+def test_under_xdist_one_worker_uses_the_kept_guest_and_every_verdict_stays(
+    project: pytest.Pytester, keeping: FakeKernel
+) -> None:
+    keeping.set_case("modsuite", "mod_second", outcome="fail")
+    for _ in range(2):
+        result = run(project, keeping, "-n", "2", "-k", "modsuite or example_simple_test")
+        result.assert_outcomes(passed=2, failed=1)
+    assert len(list((keeping.cache / "guests").glob("*.json"))) == 1
+    assert served(keeping)  # the module batch went to the kept guest
+
+
+def test_on_a_kernel_that_filters_modules_each_batch_sets_its_own_glob(
+    project: pytest.Pytester, keeping: FakeKernel
+) -> None:
+    """6.6+ filter a loaded module's suites by kunit.filter_glob: a kept guest booted for one selection would go on
+    filtering later ones by it, so each batch writes its own."""
+    spec = keeping.spec()
+    spec["module_filter"] = True
+    keeping.write_spec(spec)
+    (keeping.tree / "lib/kunit/test.c").write_text(
+        "static void kunit_module_init(struct module *mod)\n{\n\tkunit_filter_suites(&set, glob, &err);\n}\n"
+    )
+    keeping.set_case("modsuite", "mod_first", outcome="fail")
+    run(project, keeping, "-k", "mod_second").assert_outcomes(passed=1)
+    again = run(project, keeping, "-k", "mod_first")
+    again.assert_outcomes(failed=1)
+    again.stdout.fnmatch_lines(["*batches on a kept guest: 1"])
+    assert "run too" not in again.stdout.str()  # the kernel filtered the module's suites: only mod_first ran
