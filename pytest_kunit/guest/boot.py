@@ -96,6 +96,22 @@ def command_line(request: BootRequest) -> list[str]:
     return command
 
 
+def next_timeout(request: BootRequest, started: float, record: BootRecord, timeout: float) -> float | None:
+    """How long the next read of a boot's console may wait: `timeout`, cut to what is left of the boot's deadline
+    (the boot began at `started`); None once the deadline has passed, which `record` then says."""
+    if request.deadline is None:
+        return timeout
+    left = started + request.deadline - time.monotonic()
+    if left > 0:
+        return min(timeout, left)
+    record.timed_out = True
+    record.killed_for = (
+        f"the boot was still running at its deadline of {request.deadline:g} s ({request.deadline_source}) and was "
+        "killed"
+    )
+    return None
+
+
 def kvm_usable() -> bool:
     return os.access("/dev/kvm", os.R_OK | os.W_OK)
 
@@ -173,16 +189,10 @@ class Guest:
             timeout = request.silence_timeout
             if not seen_output and first_output_timeout is not None:
                 timeout = first_output_timeout
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    self.record.timed_out = True
-                    self.record.killed_for = (
-                        f"the boot was still running at its deadline of {request.deadline:g} s "
-                        f"({request.deadline_source}) and was killed"
-                    )
-                    return
-                timeout = min(timeout, left)
+            cut = next_timeout(request, self._started, self.record, timeout)
+            if cut is None:
+                return
+            timeout = cut
             try:
                 text = self._read(timeout)
             except pexpect.EOF:

@@ -37,7 +37,7 @@ from ..host.cachelayout import CacheLayout
 from ..host.locking import cache_lock_if_free
 from ..model import Kernel
 from . import keepers
-from .boot import BootRequest, command_line
+from .boot import BootRequest, command_line, next_timeout
 from .console_lines import LineSplitter
 from .keeper import exit_file
 from .keepers import KeeperState, Kept
@@ -274,17 +274,9 @@ class KeptGuest:
         while True:
             while self._pending:
                 yield self._pending.pop(0)
-            timeout = request.silence_timeout
-            if request.deadline is not None:
-                left = self._started + request.deadline - time.monotonic()
-                if left <= 0:
-                    self.record.timed_out = True
-                    self.record.killed_for = (
-                        f"the boot was still running at its deadline of {request.deadline:g} s "
-                        f"({request.deadline_source}) and was killed"
-                    )
-                    return
-                timeout = min(timeout, left)
+            timeout = next_timeout(request, self._started, self.record, request.silence_timeout)
+            if timeout is None:
+                return
             assert self._connection is not None
             ready, _, _ = select.select([self._connection], [], [], timeout)
             if not ready:
