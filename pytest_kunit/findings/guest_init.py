@@ -41,11 +41,13 @@ HALT_ARG = "pytest_kunit.halt"
 #   put NAME      a module's new file follows: gzip, then base64, a line at most BASE64_LINE long, a line "."
 #                 after each chunk of at most CHUNK_LINES (answered CHUNK_TAKEN once the chunk is read: the guest's
 #                 terminal holds 4 KiB unread), "end" after the last; answered PUT_DONE NAME or PUT_FAILED NAME
-#   load ID NAMES [GLOB]
-#                 load these modules in order (their suites run as each comes in; with GLOB, KUnit's filter_glob is
-#                 set to it first: 6.6 and later filter a module's suites by it), unload them in the reverse order,
-#                 say the taint flags; answered BATCH_DONE ID
+#   load ID GLOB NAMES
+#                 set KUnit's filter_glob parameter to GLOB unless it is NO_GLOB (6.6 and later filter a module's
+#                 suites by it), load the modules NAMES (comma-separated, maybe none) in order, their suites running
+#                 as each comes in, unload them in the reverse order, say the taint flags; answered BATCH_DONE ID
 SERVE_ARG = "pytest_kunit.serve"
+NO_GLOB = "-"
+FILTER_GLOB = "/sys/module/kunit/parameters/filter_glob"
 SERVING = "pytest-kunit: serving"
 CHUNK_TAKEN = "pytest-kunit: chunk taken"
 CHUNK_LINES = 40
@@ -70,10 +72,11 @@ COPY_COUNTERS = f"""copy_counters() {{
     done
 }}"""
 
-# A shell function of /init (its `put` tested on the host): serve_commands MODULES SCRATCH reads the commands above
-# from standard input until its end; modules are loaded from, and sent into, the directory MODULES.
+# A shell function of /init (tested on the host, never with a module to load): serve_commands MODULES SCRATCH GLOB
+# reads the commands above from standard input until its end; modules are loaded from, and sent into, the directory
+# MODULES; GLOB is the file of KUnit's filter_glob parameter, written without a newline (a charp parameter keeps one).
 SERVE_COMMANDS = f"""serve_commands() {{
-    while read -r command id names glob; do
+    while read -r command id glob names; do
         case "$command" in
             put)
                 : > "$2/module.b64"
@@ -91,7 +94,7 @@ SERVE_COMMANDS = f"""serve_commands() {{
                 fi
                 ;;
             load)
-                [ -n "$glob" ] && echo "$glob" > /sys/module/kunit/parameters/filter_glob
+                [ "$glob" = {NO_GLOB} ] || printf %s "$glob" > "$3"
                 loaded=
                 for module in $(echo "$names" | $B tr , ' '); do
                     if $B insmod "$1/$module.ko"; then
@@ -168,7 +171,7 @@ if [ -n "$serving" ]; then
     $B stty -echo
     $B mkdir -p /tmp
     echo "{SERVING}"
-    serve_commands /{MODULE_DIR} /tmp
+    serve_commands /{MODULE_DIR} /tmp {FILTER_GLOB}
 fi
 end
 """

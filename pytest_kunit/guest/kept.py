@@ -195,15 +195,15 @@ class KeptGuest:
             self._state.taint = booted
         nonce = os.urandom(4).hex()
         # A kernel that filters modules' suites (6.6+) by kunit.filter_glob has it set to this batch's, as a boot would.
-        glob = f" {self._glob or '*'}" if self.kernel.features.module_filter else ""
-        self._send(f"load {nonce} {','.join(self.modules)}{glob}\n")
+        glob = (self._glob or "*") if self.kernel.features.module_filter else guest_init.NO_GLOB
+        self._send(f"load {nonce} {glob} {','.join(self.modules)}\n")
         self.done = yield from self._until(lambda line: line.strip() == f"{guest_init.BATCH_DONE} {nonce}")
 
     def _probe(self) -> list[str] | None:
         """Quietly, a batch of no module: the guest's console since the last batch to its taint flags (None if it did
         not answer)."""
         nonce = os.urandom(4).hex()
-        self._send(f"load {nonce}\n")
+        self._send(f"load {nonce} {guest_init.NO_GLOB}\n")
         lines = self._quietly({f"{guest_init.BATCH_DONE} {nonce}"})
         return lines if lines and lines[-1].startswith(guest_init.BATCH_DONE) else None
 

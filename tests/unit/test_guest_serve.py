@@ -16,7 +16,8 @@ def serve(tmp_path: Path, commands: str) -> list[str]:
     modules, scratch = tmp_path / "modules", tmp_path / "scratch"
     modules.mkdir()
     scratch.mkdir()
-    script = f"B={BUSYBOX}\n{SERVE_COMMANDS}\nserve_commands {modules} {scratch}\n"
+    glob = tmp_path / "filter_glob"  # KUnit's parameter file in the guest
+    script = f"B={BUSYBOX}\n{SERVE_COMMANDS}\nserve_commands {modules} {scratch} {glob}\n"
     done = subprocess.run(
         [str(BUSYBOX), "sh", "-c", script], input=commands, capture_output=True, text=True, check=True, timeout=60
     )
@@ -51,3 +52,17 @@ def test_a_file_objcopy_cannot_read_is_sent_as_built(tmp_path: Path) -> None:
     module = tmp_path / "fake.ko"
     module.write_bytes(b"FAKE-MODULE:{}:END")
     assert loadable(module, "") == module.read_bytes()
+
+
+def test_a_batch_writes_its_glob_to_kunits_parameter_without_a_newline(tmp_path: Path) -> None:
+    # A charp parameter keeps what is written whole: "example*\n" would match no suite. No module is named: nothing
+    # is loaded on the host.
+    answers = serve(tmp_path, "load abc example*\n")
+    assert (tmp_path / "filter_glob").read_bytes() == b"example*"
+    assert answers[-1] == "pytest-kunit: batch done abc" and answers[0].startswith("pytest-kunit: tainted ")
+
+
+def test_a_batch_without_a_glob_leaves_the_parameter_alone(tmp_path: Path) -> None:
+    answers = serve(tmp_path, "load abc -\n")
+    assert not (tmp_path / "filter_glob").exists()
+    assert answers[-1] == "pytest-kunit: batch done abc"
