@@ -130,7 +130,10 @@ def serve(socket_path: Path, idle: float, console: str, pause: bool, command: Se
                     client.sendall(kept)
                     kept.clear()
                 elif client is not None:
-                    data = client.recv(READ_BYTES)
+                    try:
+                        data = client.recv(READ_BYTES)
+                    except OSError:  # reset: the run closed with the guest's output unread, as a run killed does
+                        data = b""
                     if data:
                         os.write(given, data)
                         continue

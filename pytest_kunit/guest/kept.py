@@ -47,6 +47,7 @@ from .planning import BootFilter, executed_cases
 
 # Taint flags loading a test module sets (TAINT_OOT_MODULE, TAINT_UNSIGNED_MODULE, TAINT_TEST): any other is a reason.
 LOADING_TAINTS = (1 << 12) | (1 << 13) | (1 << 18)
+_DETACH_WAIT = 5.0  # seconds the keeper may take to see a run's end and close its own
 # Arguments of one boot that a kept guest does not hold to: which cases it runs at boot and which modules it loads.
 _PER_BATCH = ("kunit.filter_glob=", "kunit.filter=", f"{guest_init.MODULES_ARG}=")
 
@@ -315,16 +316,40 @@ class KeptGuest:
     def close(self) -> BootRecord:
         why = self.ended_why or ("" if self.done else "its batch did not reach its end")
         why = why or unsound(self._batch, self._state.taint if self._state else 0)
+        why = why or self._detach()
         if why:
             self.ended_why = why
             self._stop_keeper()
         else:
-            assert self._state is not None and self._connection is not None
+            assert self._state is not None
             self._state.write(self._kept.state_file)
-            self._connection.close()
         self.record.seconds = time.monotonic() - self._started
         self._stack.close()
         return self.record
+
+    def _detach(self) -> str:
+        """Leave the guest to its keeper, losing nothing it printed: this side's end is closed first, and what the
+        keeper sent before it saw that is read to the end (kept in its log, and judged); what comes after, the
+        keeper keeps for the next run. Why the guest may not be kept, or ""."""
+        assert self._connection is not None and self._state is not None
+        connection, self._connection = self._connection, None
+        tail = list(self._pending)
+        try:
+            connection.shutdown(socket.SHUT_WR)
+            connection.settimeout(_DETACH_WAIT)
+            rest = b""
+            while data := connection.recv(1 << 16):
+                rest += data
+        except OSError:
+            return "its keeper did not let go of this run"
+        finally:
+            connection.close()
+        tail += self._splitter.feed(self._decoder.decode(rest, final=True))
+        last = self._splitter.finish()
+        tail += [last] if last is not None else []
+        with self._log.open("a") as log:
+            log.write("".join(f"{line}\n" for line in tail))
+        return unsound(tail, self._state.taint)
 
     def __enter__(self) -> KeptGuest:
         return self

@@ -15,13 +15,15 @@ import pytest
 from pytest_kunit.guest import keepers
 from pytest_kunit.guest.keeper import exit_file
 
-# Echoes each line it reads, then says it is waiting; ends on "quit".
+# Echoes each line it reads; "later" is echoed half a second later; ends on "quit".
 ECHO = (
-    "import sys\n"
+    "import sys, time\n"
     "print('up', flush=True)\n"
     "for line in sys.stdin:\n"
     "    if line.strip() == 'quit':\n"
     "        sys.exit(3)\n"
+    "    if line.strip() == 'later':\n"
+    "        time.sleep(0.5)\n"
     "    print('echo ' + line.strip(), flush=True)\n"
 )
 
@@ -60,12 +62,14 @@ def test_a_run_talks_to_the_guest_and_the_next_run_gets_what_it_printed_meanwhil
     assert "up" in received(connection, "up")
     connection.sendall(b"one\n")
     assert "echo one" in received(connection, "echo one")
-    connection.sendall(b"two\n")
-    connection.close()  # before the guest answers: its answer is kept for the next run
-    time.sleep(0.5)
+    connection.sendall(b"later\n")
+    connection.shutdown(socket.SHUT_WR)  # this run ends before the guest answers: its answer is kept for the next
+    assert "echo later" not in received(connection, "the keeper's end")
+    connection.close()
+    time.sleep(1)
     again = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     again.connect(str(kept.socket))
-    assert "echo two" in received(again, "echo two")
+    assert "echo later" in received(again, "echo later")
     again.sendall(b"quit\n")
     assert received(again, "never said") == ""  # the guest ended: the keeper closed the connection
     deadline = time.monotonic() + 10
