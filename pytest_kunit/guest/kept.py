@@ -14,23 +14,18 @@ its own glob before it loads (it is writable there): the boot's would go on filt
 
 from __future__ import annotations
 
-import base64
 import codecs
-import gzip
 import hashlib
 import json
 import os
 import select
 import socket
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import ExitStack, suppress
 from dataclasses import replace
 from pathlib import Path
 
-from ..console import oops
 from ..console.transcript import BootRecord, BoundedConsole
 from ..findings import guest_init
 from ..host.cachelayout import CacheLayout
@@ -41,68 +36,14 @@ from .boot import BootRequest, command_line, next_timeout
 from .console_lines import LineSplitter
 from .keeper import exit_file
 from .keepers import KeeperState, Kept
+from .kept_protocol import loadable, put_command, unsound
 from .launch import launcher
 from .module_boots import builtin_cases
 from .planning import BootFilter, executed_cases
 
-# Taint flags loading a test module sets (TAINT_OOT_MODULE, TAINT_UNSIGNED_MODULE, TAINT_TEST): any other is a reason.
-LOADING_TAINTS = (1 << 12) | (1 << 13) | (1 << 18)
 _DETACH_WAIT = 5.0  # seconds the keeper may take to see a run's end and close its own
 # Arguments of one boot that a kept guest does not hold to: which cases it runs at boot and which modules it loads.
 _PER_BATCH = ("kunit.filter_glob=", "kunit.filter=", f"{guest_init.MODULES_ARG}=")
-
-
-def unsound(lines: list[str], booted: int = 0) -> str:
-    """Why a guest whose console (since it last proved sound) holds `lines` may not serve another batch, or "";
-    `booted` is the taint flags it had once booted, before any case ran."""
-    faults = oops.fault_lines(lines)
-    if faults:
-        return f"its console shows a fault: {faults[0].strip()}"
-    for line in lines:
-        if guest_init.UNLOAD_FAILED in line:
-            return f"a module would not unload ({line.split(guest_init.UNLOAD_FAILED, 1)[1].strip()})"
-        if guest_init.TAINTED in line:
-            word = line.split(guest_init.TAINTED, 1)[1].strip()
-            if not word.isdigit():
-                return f"its taint flags could not be read ({word!r})"
-            if int(word) & ~(LOADING_TAINTS | booted):
-                return f"the kernel is tainted ({int(word):#x}: more than it booted with and loading test modules sets)"
-    return ""
-
-
-def put_command(name: str, data: bytes) -> list[str]:
-    """/init's `put` of a module's file, in the pieces sent one at a time: each chunk waits for CHUNK_TAKEN before
-    the next is sent (the command itself rides with the first), and the last piece ends it."""
-    encoded = base64.encodebytes(gzip.compress(data, 6)).decode().splitlines()
-    size = guest_init.CHUNK_LINES
-    chunks = [
-        "".join(f"{line}\n" for line in encoded[start : start + size]) + ".\n" for start in range(0, len(encoded), size)
-    ]
-    chunks[0] = f"put {name}\n" + chunks[0]
-    return [*chunks, "end\n"]
-
-
-def servable(kernel: Kernel, keep: bool) -> bool:
-    """Whether the kernel's boots may go to a kept guest: module mode, and /init doing nothing else at the end (no
-    kmemleak scan, no GCOV counters)."""
-    after = (guest_init.KMEMLEAK_ARG, f"{guest_init.GCOV_ARG}=")
-    return (
-        keep
-        and bool(kernel.modules)
-        and kernel.initrd is not None
-        and not any(arg.startswith(after) for arg in kernel.boot_args)
-    )
-
-
-def loadable(module: Path, cross_compile: str) -> bytes:
-    """The module's file as sent into a guest: without its debug information (which the kernel does not load; crash
-    reports are decoded against the build's own file), a fifth of the bytes; as built if objcopy cannot strip it."""
-    with tempfile.TemporaryDirectory(prefix="pytest-kunit-module-") as scratch:
-        stripped = Path(scratch) / module.name
-        done = subprocess.run(
-            [f"{cross_compile}objcopy", "--strip-debug", str(module), str(stripped)], capture_output=True, check=False
-        )
-        return stripped.read_bytes() if done.returncode == 0 and stripped.is_file() else module.read_bytes()
 
 
 def _digest(path: Path) -> str:

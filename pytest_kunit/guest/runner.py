@@ -34,7 +34,8 @@ from .boot import (
 )
 from .boot_failure import boot_failure
 from .cmdline import SMALLEST_COMMAND_LINE, check_fits, command_line_size, line_length
-from .kept import kept_guest, servable
+from .kept import kept_guest
+from .kept_protocol import servable
 from .planning import (
     BootFilter,
     PlannedCase,

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_kunit.guest import keepers, kept
+from pytest_kunit.guest import keepers, kept_protocol
 
 from .conftest import FakeKernel
 from .test_modules import MODULE_SOURCE, modular  # noqa: F401 (a fixture)
@@ -108,10 +108,10 @@ def test_without_module_mode_nothing_is_kept(project: pytest.Pytester, keeping: 
 
 
 def test_what_makes_a_guest_unsound() -> None:
-    assert kept.unsound(["pytest-kunit: tainted 266240"]) == ""  # TAINT_TEST and TAINT_OOT_MODULE
-    assert "tainted" in kept.unsound(["pytest-kunit: tainted 512"])
-    assert "would not unload" in kept.unsound(["pytest-kunit: rmmod failed: fake_module_test"])
-    assert "fault" in kept.unsound(["BUG: kernel NULL pointer dereference, address: 0000000000000000"])
+    assert kept_protocol.unsound(["pytest-kunit: tainted 266240"]) == ""  # TAINT_TEST and TAINT_OOT_MODULE
+    assert "tainted" in kept_protocol.unsound(["pytest-kunit: tainted 512"])
+    assert "would not unload" in kept_protocol.unsound(["pytest-kunit: rmmod failed: fake_module_test"])
+    assert "fault" in kept_protocol.unsound(["BUG: kernel NULL pointer dereference, address: 0000000000000000"])
 
 
 def test_a_rebuilt_image_boots_a_fresh_guest_and_ends_the_one_kept_for_the_old_image(

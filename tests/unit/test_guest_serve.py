@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pytest_kunit.findings.guest_init import CHUNK_TAKEN, PUT_DONE, SERVE_COMMANDS
 from pytest_kunit.guest.initramfs import BUSYBOX
-from pytest_kunit.guest.kept import loadable, put_command
+from pytest_kunit.guest.kept_protocol import loadable, put_command
 
 
 def serve(tmp_path: Path, commands: str) -> list[str]:
