@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kunit.guest import keepers
-from pytest_kunit.guest.keeper import exit_file
+from pytest_kunit.guest.keeper import exit_file, pid_file
 
 # Echoes each line it reads; "later" is echoed half a second later; ends on "quit".
 ECHO = (
@@ -51,7 +51,9 @@ def state_of(pid: int) -> str:
 def kept(tmp_path: Path) -> Iterator[keepers.Kept]:
     kept = keepers.Kept(tmp_path, "guest")
     yield kept
-    keepers.end_all(tmp_path)
+    written = pid_file(kept.socket)
+    if written.exists() and keepers.alive(int(written.read_text())):  # no keeper outlives its test
+        keepers.end(int(written.read_text()))
 
 
 @pytest.mark.parametrize("console", ["pty", "pipe"])
