@@ -124,12 +124,14 @@ end() {{
 dirs=
 leaks=
 modules=
+serving=
 for word in $($B cat /proc/cmdline); do
     case "$word" in
         kunit.action=*) end ;;
         {MODULES_ARG}=*) modules="${{word#{MODULES_ARG}=}}" ;;
         {GCOV_ARG}=*) dirs="${{word#{GCOV_ARG}=}}" ;;
         {KMEMLEAK_ARG}) leaks=1 ;;
+        {SERVE_ARG}) serving=1 ;;
     esac
 done
 for module in $(echo "$modules" | $B tr , ' '); do
@@ -164,8 +166,6 @@ if [ -n "$dirs" ]; then
     cd /out && $B tar -c . | $B gzip -c | $B base64
     echo {GCOV_END}
 fi
-serving=
-for word in $($B cat /proc/cmdline); do [ "$word" = {SERVE_ARG} ] && serving=1; done
 if [ -n "$serving" ]; then
     # The console is a terminal: what the host sends is not echoed back onto it.
     $B stty -echo

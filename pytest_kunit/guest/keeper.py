@@ -89,6 +89,15 @@ def serve(socket_path: Path, idle: float, console: str, pause: bool, command: Se
     kept = bytearray()
     client: socket.socket | None = None
     idle_since = time.monotonic()
+
+    def drop(gone: socket.socket) -> None:
+        """The run is gone: the guest waits (stopped, if paused) for the next, whose idle time starts now."""
+        nonlocal client, idle_since
+        selector.unregister(gone)
+        gone.close()
+        client, idle_since = None, time.monotonic()
+        hold(True)
+
     try:
         while True:
             timeout = None if client is not None else idle_since + idle - time.monotonic()
@@ -112,10 +121,7 @@ def serve(socket_path: Path, idle: float, console: str, pause: bool, command: Se
                             client.sendall(data)
                             continue
                         except OSError:
-                            selector.unregister(client)
-                            client.close()
-                            client, idle_since = None, time.monotonic()
-                            hold(True)
+                            drop(client)
                     kept += data
                     if len(kept) > MOST_KEPT:
                         return 1
@@ -137,13 +143,9 @@ def serve(socket_path: Path, idle: float, console: str, pause: bool, command: Se
                     if data:
                         os.write(given, data)
                         continue
-                    selector.unregister(client)
-                    client.close()
-                    client, idle_since = None, time.monotonic()
-                    hold(True)
+                    drop(client)
     finally:
-        hold(False)  # a stopped process takes no SIGKILL until it runs again
-        kill_group(guest.pid)
+        kill_group(guest.pid)  # SIGKILL ends a stopped guest too
         guest.wait()
         socket_path.unlink(missing_ok=True)
         if client is not None:

@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,25 +91,27 @@ def end(pid: int) -> None:
         os.kill(pid, signal.SIGTERM)
 
 
+def _end_where(directory: Path, which: Callable[[Path, KeeperState], bool]) -> int:
+    """End the guests kept in `directory` whose state file and state `which` accepts, and forget them; how many of
+    them were running."""
+    ended = 0
+    for path in directory.glob("*.json"):
+        state = KeeperState.read(path)
+        if state is not None and which(path, state):
+            ended += alive(state.keeper)
+            end(state.keeper)
+            path.unlink(missing_ok=True)
+    return ended
+
+
 def end_all(cache_dir: Path) -> int:
     """End every guest kept in this cache; how many were running."""
-    ended = 0
-    for path in CacheLayout(cache_dir).kept_guests().glob("*.json"):
-        state = KeeperState.read(path)
-        if state is not None and alive(state.keeper):
-            end(state.keeper)
-            ended += 1
-        path.unlink(missing_ok=True)
-    return ended
+    return _end_where(CacheLayout(cache_dir).kept_guests(), lambda path, state: True)
 
 
 def end_kernel(kept: Kept, kernel: str) -> None:
     """End this guest, and every other one kept for the same kernel key (an older image of it)."""
-    for path in kept.directory.glob("*.json"):
-        state = KeeperState.read(path)
-        if state is not None and (path == kept.state_file or state.kernel == kernel):
-            end(state.keeper)
-            path.unlink(missing_ok=True)
+    _end_where(kept.directory, lambda path, state: path == kept.state_file or state.kernel == kernel)
 
 
 def resume(kept: Kept) -> tuple[socket.socket, KeeperState] | None:

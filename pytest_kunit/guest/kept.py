@@ -36,7 +36,7 @@ from .boot import BootRequest, command_line, next_timeout
 from .console_lines import LineSplitter
 from .keeper import exit_file
 from .keepers import KeeperState, Kept
-from .kept_protocol import loadable, put_command, unsound
+from .kept_protocol import loadable, put_command, taints, unsound
 from .launch import launcher
 from .module_boots import builtin_cases
 from .planning import BootFilter, executed_cases
@@ -150,9 +150,7 @@ class KeptGuest:
         return lines if lines and lines[-1].startswith(guest_init.BATCH_DONE) else None
 
     def _taint(self) -> int | None:
-        said = [
-            line.split(guest_init.TAINTED, 1)[1].strip() for line in self._probe() or () if guest_init.TAINTED in line
-        ]
+        said = taints(self._probe() or [])
         return int(said[-1]) if said and said[-1].isdigit() else None
 
     def _between_runs(self) -> str:

@@ -26,13 +26,17 @@ def unsound(lines: list[str], booted: int = 0) -> str:
     for line in lines:
         if guest_init.UNLOAD_FAILED in line:
             return f"a module would not unload ({line.split(guest_init.UNLOAD_FAILED, 1)[1].strip()})"
-        if guest_init.TAINTED in line:
-            word = line.split(guest_init.TAINTED, 1)[1].strip()
-            if not word.isdigit():
-                return f"its taint flags could not be read ({word!r})"
-            if int(word) & ~(LOADING_TAINTS | booted):
-                return f"the kernel is tainted ({int(word):#x}: more than it booted with and loading test modules sets)"
+    for word in taints(lines):
+        if not word.isdigit():
+            return f"its taint flags could not be read ({word!r})"
+        if int(word) & ~(LOADING_TAINTS | booted):
+            return f"the kernel is tainted ({int(word):#x}: more than it booted with and loading test modules sets)"
     return ""
+
+
+def taints(lines: list[str]) -> list[str]:
+    """The taint flags /init said in `lines`, each as it said them (a number, unless something went wrong)."""
+    return [line.split(guest_init.TAINTED, 1)[1].strip() for line in lines if guest_init.TAINTED in line]
 
 
 def put_command(name: str, data: bytes) -> list[str]:
