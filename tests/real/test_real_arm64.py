@@ -27,7 +27,7 @@ def test_framework_and_series_suites(kunit: Kunit) -> None:
     assert_framework_green(run.outcomes, run.report())
     # The RFC API and class mocking, built for arm64.
     suites = {name.split(".")[0] for name in run.outcomes}
-    assert {"kunit-rfc-module", "kunit-rfc-resource", "kunit_mock", "eeprom_buffer_mock"} <= suites, run.report()
+    assert {"kunit-compat-module", "kunit-compat-resource", "kunit_mock", "eeprom_buffer_mock"} <= suites, run.report()
     assert "arch arm64" in run.stdout and "kernel builds: 0 " in run.stdout, run.report()
 
 

@@ -90,10 +90,10 @@ def test_framework_suites_pass_in_the_kernel_they_share(kunit: Kunit) -> None:
     assert not any(name.startswith(("faults.", "misc-example.")) for name in run.outcomes), run.report()
     # The series' own suites: the RFC API, written as the RFC wrote it, and class mocking with its EEPROM example.
     assert {
-        "kunit-rfc-module",
-        "kunit-rfc-string-stream",
-        "kunit-rfc-kunit-stream",
-        "kunit-rfc-resource",
+        "kunit-compat-module",
+        "kunit-compat-string-stream",
+        "kunit-compat-kunit-stream",
+        "kunit-compat-resource",
         "My_fabulous_test_module",
         "kunit_mock",
         "eeprom_buffer_fake",
