@@ -75,8 +75,8 @@ printf '%s\n' "$kunit_fragment" "$(cat "$repo"/testsuites/of.kunitconfig)" 'CONF
     'CONFIG_SERIAL_AMBA_PL011=y' 'CONFIG_SERIAL_AMBA_PL011_CONSOLE=y' 'CONFIG_BUG=y' > "$work/arm64.config"
 # KUnit and its tests as modules, what distributions ship: written per prefix (kunit_m_config), as Kconfig takes `m`
 # only for a tristate symbol and falls back to n for a bool one. The bool options (KUNIT_MOCK, KUNIT_DEBUGFS, ...)
-# stay y and are built into kunit.ko; those that need KUnit built in (`depends on KUNIT=y`: the RFC-style tests, the
-# fault test) are not built, and configured() says which they are.
+# stay y and are built into kunit.ko; those that need KUnit built in (`depends on KUNIT=y`: the fault test) are not
+# built, and configured() says which they are.
 # The type Kconfig declares a symbol with in the tree at hand (tristate, bool, ...), empty when no Kconfig has it.
 # shellcheck disable=SC2086
 kconfig_type() {
@@ -142,12 +142,20 @@ configure() {
     make -s O="$build" $(make_args "$config") olddefconfig >/dev/null 2>>"$log"
     [ "$config" != kunit-m ] || configured kunit-m
 }
-# With KUnit a module: the mock built into kunit.ko and the mock suites as modules of their own, or the build checked
-# nothing of them.
+# With KUnit a module: the mock built into kunit.ko, and the mock suites and the compat (RFC-style) suites as modules
+# of their own, or the build checked nothing of them.
 modules_built() {
-    local build="$work/build-kunit-m" object missing=""
-    grep -q '^CONFIG_KUNIT_MOCK=y' "$build/.config" || return 0  # a prefix before the mock
-    for object in lib/kunit/kunit.ko lib/kunit/mock.o lib/kunit/kunit-mock-test.ko; do
+    local build="$work/build-kunit-m" object objects="" missing=""
+    if grep -q '^CONFIG_KUNIT_MOCK=y' "$build/.config"; then  # from the mock's patch on
+        objects="lib/kunit/kunit.ko lib/kunit/mock.o lib/kunit/kunit-mock-test.ko"
+    fi
+    if grep -q '^CONFIG_KUNIT_COMPAT_TEST=m' "$build/.config"; then  # from the compat API's first patch on
+        # Each compat suite the prefix has, but the string stream's, which KUnit's unexported functions keep built in.
+        for object in lib/kunit/compat-*-test.c; do
+            [ "$object" = lib/kunit/compat-string-stream-test.c ] || objects="$objects ${object%.c}.ko"
+        done
+    fi
+    for object in $objects; do
         [ -f "$build/$object" ] || missing="$missing $object"
     done
     if [ -n "$missing" ]; then echo "build kunit-m $1: not built:$missing"; return 1; fi

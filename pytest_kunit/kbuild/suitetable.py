@@ -161,14 +161,51 @@ class _Object:
         array = next((target for _, target in sorted(fields) if target[2] == "data"), None)
         if array is None:
             raise Opaque("a suite has no case array")
-        holder = self._holder(array[0], array[1])
+        return self._array_case_names(array[0], array[1])
+
+    def module_suite(self, section: int, suite: int) -> tuple[str | None, tuple[str, ...]] | None:
+        """A suite module_test() defines (the series' compat API, tests written as the 2019 KUnit RFC documents them):
+        KUnit copies its name and cases from the `struct kunit_module` it points at past its own case fields, when
+        it first sees the suite. That module's name (None: the suite keeps its own) and its cases' names; None for
+        any other suite."""
+        holder = self._holder(section, suite)
+        if holder is None:
+            return None
+        past_cases = [
+            self._pointer(symbol, addend)
+            for offset, symbol, _, addend in self.relocations.get(section, ())
+            if suite + SUITE_NAME_BYTES + 64 <= offset < holder.value + holder.size
+        ]
+        module = next((target for target in past_cases if target[2] == "data"), None)
+        if module is None:
+            return None
+        variable = self._holder(module[0], module[1])
+        if variable is None:
+            raise Opaque("a suite's kunit_module is no variable of its object")
+        fields = sorted(
+            (offset - module[1], self._pointer(symbol, addend))
+            for offset, symbol, _, addend in self.relocations.get(module[0], ())
+            if module[1] <= offset < variable.value + variable.size
+        )
+        name = next(
+            (self._text(at, where) for offset, (at, where, what) in fields if offset == 0 and what != "code"), None
+        )
+        array = next(((at, where) for offset, (at, where, what) in fields if offset and what == "data"), None)
+        if array is None:
+            raise Opaque("a suite's kunit_module has no case array")
+        return name, self._array_case_names(*array)
+
+    def _array_case_names(self, section: int, start: int) -> tuple[str, ...]:
+        """The names of the cases in the case array at `start`: each case a pointer to its function followed by one
+        to its name."""
+        holder = self._holder(section, start)
         if holder is None:
             raise Opaque("a suite's case array is no variable of its object")
         end = holder.value + holder.size
         pointers = {
             offset: self._pointer(symbol, addend)
-            for offset, symbol, _, addend in self.relocations.get(array[0], ())
-            if array[1] <= offset < end
+            for offset, symbol, _, addend in self.relocations.get(section, ())
+            if start <= offset < end
         }
         names = []
         for offset, (section_of, address, what) in sorted(pointers.items()):
@@ -219,30 +256,58 @@ def _suite_pointers(path: Path) -> tuple[_Object | None, list[Relocation]]:
     return reader, entries
 
 
+def kunit_module_suite_name(name: bytes) -> str:
+    """The suite name KUnit gives a module_test() suite from its kunit_module's name (kunit_module_suite_name() in
+    the series' lib/kunit/kunit-module.c): each byte but an ASCII letter, digit, '_' or '-' becomes '_'."""
+    kept = b"".join(
+        bytes([byte]) if chr(byte).isascii() and (chr(byte).isalnum() or byte in b"_-") else b"_"
+        for byte in name[: SUITE_NAME_BYTES - 1]
+    )
+    return kept.decode()
+
+
+def _registered_name(reader: _Object, symbol: int, kind: int, addend: int) -> tuple[str, tuple[str, ...] | None]:
+    """The name a suite table entry's suite runs under, and its cases when it is a module_test() suite."""
+    name = reader.name_at(symbol, kind, addend)
+    target = reader.symbols[symbol]
+    module = reader.module_suite(target.section, target.value + addend)
+    if module is None:
+        return name, None
+    module_name, cases = module
+    return (name if module_name is None else kunit_module_suite_name(module_name.encode())), cases
+
+
 def suite_names(path: Path) -> tuple[str, ...]:
     """The names of the suites an object's suite tables register, in table order; () if it has none. Each table
     entry is a relocated pointer to a `struct kunit_suite`, whose first field is `char name[SUITE_NAME_BYTES]` (see
     versions.suite_name_bytes): the name is read
-    at the pointer's target. Anything that is not exactly that is Opaque."""
+    at the pointer's target, or, for a module_test() suite, from its kunit_module. Anything that is not exactly that
+    is Opaque."""
     reader, entries = _suite_pointers(path)
-    return tuple(reader.name_at(symbol, kind, addend) for _, symbol, kind, addend in entries) if reader else ()
+    return (
+        tuple(_registered_name(reader, symbol, kind, addend)[0] for _, symbol, kind, addend in entries)
+        if reader
+        else ()
+    )
 
 
 def suite_cases(path: Path) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Each suite an object's suite tables register, with its cases' names, in table order: what a list boot would
     print of them. A suite's case array is the one pointer past its name into data that is neither code nor text;
     each case there is a pointer to its function followed by one to its name (`struct kunit_case` in every kernel
-    5.5..6.12), the array ending with an entry holding neither. Anything else is Opaque (a name computed at run time,
-    as the series' RFC modules have)."""
+    5.5..6.12), the array ending with an entry holding neither. A module_test() suite's name and cases are its
+    kunit_module's (the series' compat API). Anything else is Opaque (a name computed at run time)."""
     reader, entries = _suite_pointers(path)
     if reader is None:
         return ()
     suites = []
     for _, symbol, kind, addend in entries:
-        name = reader.name_at(symbol, kind, addend)
+        name, cases = _registered_name(reader, symbol, kind, addend)
         if not name:
             raise Opaque(f"{path}: a suite's name is set at run time")
-        suites.append((name, reader.case_names(reader.symbols[symbol].section, reader.symbols[symbol].value + addend)))
+        if cases is None:
+            cases = reader.case_names(reader.symbols[symbol].section, reader.symbols[symbol].value + addend)
+        suites.append((name, cases))
     return tuple(suites)
 
 
