@@ -42,7 +42,9 @@ struct kunit_module {
 static void first(struct kunit *test) {}
 static void second(struct kunit *test) {}
 static int init(struct kunit *test) { return 0; }
-static struct kunit_case cases[] = { { .run_case = first, .name = "first" }, { .run_case = second, .name = "second" }, {} };
+static struct kunit_case cases[] = {
+    { .run_case = first, .name = "first" }, { .run_case = second, .name = "second" }, {}
+};
 """
 
 
