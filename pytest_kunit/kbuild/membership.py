@@ -35,7 +35,8 @@ from ..host.processes import ToolTimeout, run_bounded
 from ..versions import SUITE_NAME_BYTES, suite_name_bytes
 from .kbuildlists import MakeFailed, built_in, listings
 from .records import CmdRecord, read_cmd, thin_members
-from .suitetable import Opaque, suite_names
+from .suitenames import suite_names
+from .suitetable import Opaque
 
 
 @dataclass(frozen=True)

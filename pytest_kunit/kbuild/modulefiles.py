@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..model import SuiteModule
 from .records import NotARecord, elf_sections
-from .suitetable import suite_cases
+from .suitenames import suite_cases
 
 ORDER = "modules.order"
 

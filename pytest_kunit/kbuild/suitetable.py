@@ -6,7 +6,8 @@ cases' names and attributes. So the digest covers, for every object linked into 
 those sections through relocations, with pointers into code reduced to "code" (moving or rewriting a function changes
 no name), plus the link order and the KUnit framework's own objects (the executor prints the list) byte for byte.
 Whatever cannot be followed for sure (a pointer to another object's data, an unfamiliar ELF) gives no digest: the
-list boot then runs as before.
+list boot then runs as before. `ObjectReader` follows an object's pointers; suitenames.py reads the suites' names
+and cases with it.
 """
 
 from __future__ import annotations
@@ -19,12 +20,11 @@ import struct
 from pathlib import Path
 
 from ..host.cache import write_atomically
-from ..versions import SUITE_NAME_BYTES, SUITE_TABLES
+from ..versions import SUITE_NAME_BYTES
 from .records import (
     ElfSection,
     ElfSymbol,
     NotARecord,
-    Relocation,
     elf_relocations,
     elf_section_names,
     elf_sections,
@@ -38,13 +38,14 @@ _SHT_RELA, _SHT_NOBITS, _SHT_SYMTAB = 4, 8, 2
 _SHF_WRITE, _SHF_EXECINSTR, _SHF_STRINGS = 0x1, 0x4, 0x20
 _SHN_UNDEF, _SHN_LORESERVE, _SHN_ABS = 0, 0xFF00, 0xFFF1
 _STT_SECTION = 3
+_ABS64 = (1, 257)  # R_X86_64_64, R_AARCH64_ABS64: a plain 8-byte pointer
 
 
 class Opaque(Exception):
     """Something the digest cannot vouch for: fall back to a list boot."""
 
 
-def _section_table(data: bytes) -> list[ElfSection]:
+def section_table(data: bytes) -> list[ElfSection]:
     try:
         return elf_sections(data)
     except NotARecord as error:
@@ -55,7 +56,7 @@ def _roots(sections: list[ElfSection]) -> list[int]:
     return [index for index, section in enumerate(sections) if section.name.startswith(".kunit") and section.size]
 
 
-class _Object:
+class ObjectReader:
     """One object's sections, symbols and relocations, to follow pointers from its suite tables."""
 
     def __init__(self, data: bytes, sections: list[ElfSection]) -> None:
@@ -104,7 +105,7 @@ class _Object:
         if section.flags & _SHF_STRINGS:
             text = self.data[section.offset + address : self.data.index(b"\0", section.offset + address)]
             return "string " + text.hex()
-        holder = self._holder(symbol.section, address)
+        holder = self.holder(symbol.section, address)
         if holder is None:
             return (
                 f"end of data {section.size - address}"
@@ -129,7 +130,7 @@ class _Object:
             raise Opaque("a suite name is not terminated")
         return field[: field.index(b"\0")].decode()
 
-    def _pointer(self, index: int, addend: int) -> tuple[int, int, str]:
+    def pointer(self, index: int, addend: int) -> tuple[int, int, str]:
         """Where a pointer points (section, address) and at what: "code", "text" (strings), "rodata" (other read-only
         data: a KASAN build's strings, between red zones) or "data" (writable)."""
         symbol = self.symbols[index] if index else None
@@ -147,74 +148,11 @@ class _Object:
         )
         return symbol.section, symbol.value + addend, what
 
-    def _text(self, section: int, address: int) -> str:
+    def text(self, section: int, address: int) -> str:
         start = self.sections[section].offset + address
         return self.data[start : self.data.index(b"\0", start)].decode(errors="replace")
 
-    def case_names(self, section: int, suite: int) -> tuple[str, ...]:
-        """The names of the cases of the suite at `suite` in `section`."""
-        fields = [
-            (offset, self._pointer(symbol, addend))
-            for offset, symbol, _, addend in self.relocations.get(section, ())
-            if suite + SUITE_NAME_BYTES <= offset < suite + SUITE_NAME_BYTES + 64
-        ]
-        array = next((target for _, target in sorted(fields) if target[2] == "data"), None)
-        if array is None:
-            raise Opaque("a suite has no case array")
-        return self._array_case_names(array[0], array[1])
-
-    def module_suite(self, section: int, suite: int) -> tuple[str | None, tuple[str, ...]] | None:
-        """A suite module_test() defines (the series' compat API, tests written as the 2019 KUnit RFC documents them):
-        KUnit copies its name and cases from the `struct kunit_module` it points at past its own case fields, when
-        it first sees the suite. That module's name (None: the suite keeps its own) and its cases' names; None for
-        any other suite."""
-        holder = self._holder(section, suite)
-        if holder is None:
-            return None
-        past_cases = [
-            self._pointer(symbol, addend)
-            for offset, symbol, _, addend in self.relocations.get(section, ())
-            if suite + SUITE_NAME_BYTES + 64 <= offset < holder.value + holder.size
-        ]
-        module = next((target for target in past_cases if target[2] == "data"), None)
-        if module is None:
-            return None
-        variable = self._holder(module[0], module[1])
-        if variable is None:
-            raise Opaque("a suite's kunit_module is no variable of its object")
-        fields = sorted(
-            (offset - module[1], self._pointer(symbol, addend))
-            for offset, symbol, _, addend in self.relocations.get(module[0], ())
-            if module[1] <= offset < variable.value + variable.size
-        )
-        name = next(
-            (self._text(at, where) for offset, (at, where, what) in fields if offset == 0 and what != "code"), None
-        )
-        array = next(((at, where) for offset, (at, where, what) in fields if offset and what == "data"), None)
-        if array is None:
-            raise Opaque("a suite's kunit_module has no case array")
-        return name, self._array_case_names(*array)
-
-    def _array_case_names(self, section: int, start: int) -> tuple[str, ...]:
-        """The names of the cases in the case array at `start`: each case a pointer to its function followed by one
-        to its name."""
-        holder = self._holder(section, start)
-        if holder is None:
-            raise Opaque("a suite's case array is no variable of its object")
-        end = holder.value + holder.size
-        pointers = {
-            offset: self._pointer(symbol, addend)
-            for offset, symbol, _, addend in self.relocations.get(section, ())
-            if start <= offset < end
-        }
-        names = []
-        for offset, (section_of, address, what) in sorted(pointers.items()):
-            before = pointers.get(offset - 8)
-            if what in ("text", "rodata") and before is not None and before[2] == "code":
-                names.append(self._text(section_of, address))
-        return tuple(names)
-
-    def _holder(self, section: int, address: int) -> ElfSymbol | None:
+    def holder(self, section: int, address: int) -> ElfSymbol | None:
         """The data object (variable) an address lies in."""
         for symbol in self.symbols:
             inside = symbol.value <= address < symbol.value + symbol.size
@@ -225,93 +163,17 @@ class _Object:
 
 def object_digest(data: bytes) -> str:
     """The digest of what one object adds to the case list: "" if it has no suite table. Raises Opaque."""
-    sections = _section_table(data)
+    sections = section_table(data)
     roots = _roots(sections)
     if not roots:
         return ""
-    reader = _Object(data, sections)
+    reader = ObjectReader(data, sections)
     return hashlib.sha256(
         "".join(f"{sections[i].name}:{reader.describe(i, 0, sections[i].size)}\n" for i in roots).encode()
     ).hexdigest()
 
 
-_ABS64 = (1, 257)  # R_X86_64_64, R_AARCH64_ABS64: a plain 8-byte pointer
-
-
-def _suite_pointers(path: Path) -> tuple[_Object | None, list[Relocation]]:
-    """The entries of an object's suite tables, in table order: each must be a relocated pointer (to a suite)."""
-    if not _has_roots(path):
-        return None, []
-    data = path.read_bytes()
-    sections = _section_table(data)
-    reader = _Object(data, sections)
-    entries: list[Relocation] = []
-    for index, section in enumerate(sections):
-        if section.name not in SUITE_TABLES or not section.size:
-            continue
-        table = reader.relocations.get(index, [])
-        if [entry[0] for entry in table] != list(range(0, section.size, 8)):
-            raise Opaque(f"{path}: {section.name} is not an array of relocated pointers")
-        entries += table
-    return reader, entries
-
-
-def kunit_module_suite_name(name: bytes) -> str:
-    """The suite name KUnit gives a module_test() suite from its kunit_module's name (kunit_module_suite_name() in
-    the series' lib/kunit/kunit-module.c): each byte but an ASCII letter, digit, '_' or '-' becomes '_'."""
-    kept = b"".join(
-        bytes([byte]) if chr(byte).isascii() and (chr(byte).isalnum() or byte in b"_-") else b"_"
-        for byte in name[: SUITE_NAME_BYTES - 1]
-    )
-    return kept.decode()
-
-
-def _registered_name(reader: _Object, symbol: int, kind: int, addend: int) -> tuple[str, tuple[str, ...] | None]:
-    """The name a suite table entry's suite runs under, and its cases when it is a module_test() suite."""
-    name = reader.name_at(symbol, kind, addend)
-    target = reader.symbols[symbol]
-    module = reader.module_suite(target.section, target.value + addend)
-    if module is None:
-        return name, None
-    module_name, cases = module
-    return (name if module_name is None else kunit_module_suite_name(module_name.encode())), cases
-
-
-def suite_names(path: Path) -> tuple[str, ...]:
-    """The names of the suites an object's suite tables register, in table order; () if it has none. Each table
-    entry is a relocated pointer to a `struct kunit_suite`, whose first field is `char name[SUITE_NAME_BYTES]` (see
-    versions.suite_name_bytes): the name is read
-    at the pointer's target, or, for a module_test() suite, from its kunit_module. Anything that is not exactly that
-    is Opaque."""
-    reader, entries = _suite_pointers(path)
-    return (
-        tuple(_registered_name(reader, symbol, kind, addend)[0] for _, symbol, kind, addend in entries)
-        if reader
-        else ()
-    )
-
-
-def suite_cases(path: Path) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """Each suite an object's suite tables register, with its cases' names, in table order: what a list boot would
-    print of them. A suite's case array is the one pointer past its name into data that is neither code nor text;
-    each case there is a pointer to its function followed by one to its name (`struct kunit_case` in every kernel
-    5.5..6.12), the array ending with an entry holding neither. A module_test() suite's name and cases are its
-    kunit_module's (the series' compat API). Anything else is Opaque (a name computed at run time)."""
-    reader, entries = _suite_pointers(path)
-    if reader is None:
-        return ()
-    suites = []
-    for _, symbol, kind, addend in entries:
-        name, cases = _registered_name(reader, symbol, kind, addend)
-        if not name:
-            raise Opaque(f"{path}: a suite's name is set at run time")
-        if cases is None:
-            cases = reader.case_names(reader.symbols[symbol].section, reader.symbols[symbol].value + addend)
-        suites.append((name, cases))
-    return tuple(suites)
-
-
-def _has_roots(path: Path) -> bool:
+def has_roots(path: Path) -> bool:
     """Whether an object has a suite table, from its section headers alone (most objects have none)."""
     try:
         names = elf_section_names(path)
@@ -324,7 +186,7 @@ def _member_digest(path: Path, relative: str) -> str:
     # KUnit's own code (the executor prints the list) counts byte for byte; its tests count as any suite does.
     if relative.startswith(FRAMEWORK) and not re.search(r"[-_]test$", path.stem):
         return "framework " + hashlib.sha256(path.read_bytes()).hexdigest()
-    return object_digest(path.read_bytes()) if _has_roots(path) else ""
+    return object_digest(path.read_bytes()) if has_roots(path) else ""
 
 
 def case_list_digest(build_dir: Path) -> str | None:

@@ -20,7 +20,8 @@ from pytest_kunit.kbuild.membership import (
     suites_alone,
     unrepresentable,
 )
-from pytest_kunit.kbuild.suitetable import Opaque, suite_names
+from pytest_kunit.kbuild.suitenames import suite_names
+from pytest_kunit.kbuild.suitetable import Opaque
 
 CANDIDATES = ["lib/a.o", "lib/p1.o", "lib/p2.o", "lib/x.o", "foo/f.o", "foo/wrong.o", "foo/sub/s.o", "arch/x86/lib/y.o"]
 

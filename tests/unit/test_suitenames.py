@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kunit.kbuild.suitetable import Opaque, kunit_module_suite_name, suite_cases, suite_names
+from pytest_kunit.kbuild.suitenames import kunit_module_suite_name, suite_cases, suite_names
+from pytest_kunit.kbuild.suitetable import Opaque
 
 # The series' include/kunit/test.h, reduced to the members whose place the reader relies on.
 HEADER = """
