@@ -231,7 +231,8 @@ for patch in "${patches[@]}"; do
     if [ $last_only = yes ] && [ "$patch" != "$final_patch" ]; then continue; fi
     for config in ${configs//,/ }; do
         # alpha does not build before its fix (patch 2): every prefix from it on is built for alpha.
-        if [ "$config" = alpha ] && ! git log --format=%s | grep -q '^alpha: add missing address argument'; then
+        # (--grep, not a pipe into grep -q: under pipefail, git log killed by the early exit would read as no match.)
+        if [ "$config" = alpha ] && [ -z "$(git log --format=%s --grep='^alpha: add missing address argument')" ]; then
             echo "build alpha $name: skipped (before the series' alpha fix)"; continue
         fi
         configure "$config"
