@@ -109,23 +109,19 @@ def union_fragment(fragments: Iterable[Fragment]) -> Fragment:
 
 
 def shown_names(build_dir: Path, cases: Sequence[tuple[str, str]], stored: set[str]) -> set[str]:
-    """The names the kernel lists `stored` suites under. The objects store most suites' names as the kernel prints
-    them; the series' module_test() suites take theirs at boot from their module: those, stored under a name the
-    kernel never prints, pair in link order with the printed names no object stores. The kernel's own order is not
-    the objects' (6.12 lists init-time suites first), so nothing else is paired by position; counts that do not match
-    raise membership.Unknown."""
-    order = [name for item in membership.suite_objects(build_dir) for name in item.suites]
-    listed = list(dict.fromkeys(suite for suite, _ in cases))
-    printed, known = set(listed), set(order)
-    renamed = [name for name in order if name not in printed]
-    unstored = [shown for shown in listed if shown not in known]
-    if len(order) != len(listed) or len(renamed) != len(unstored) or len(set(renamed)) != len(renamed):
+    """The names the kernel lists `stored` suites under: those the objects register them under (suitenames.py reads
+    a module_test() suite's from its struct kunit_module, as the kernel names it at boot). A kernel that lists other
+    suites than its objects register cannot be told: membership.Unknown names the difference."""
+    registered = sorted(name for item in membership.suite_objects(build_dir) for name in item.suites)
+    listed = sorted(dict.fromkeys(suite for suite, _ in cases))
+    if registered != listed:
+        only_listed = sorted(set(listed) - set(registered))
+        only_registered = sorted(set(registered) - set(listed))
         raise membership.Unknown(
-            f"the kernel lists {len(listed)} suites, its objects register {len(order)}, "
-            f"{len(renamed)} under names the kernel does not print"
+            f"the kernel lists {len(listed)} suites, its objects register {len(registered)} (listed only: "
+            f"{', '.join(only_listed) or 'none'}; registered only: {', '.join(only_registered) or 'none'})"
         )
-    names = {name: name for name in known & printed} | dict(zip(renamed, unstored, strict=True))
-    return {names[name] for name in stored}
+    return set(stored)
 
 
 def yielding(explicit: Fragment, enabled: Mapping[str, str]) -> Fragment:

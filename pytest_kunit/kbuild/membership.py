@@ -17,8 +17,8 @@ list nothing the union's does not. The flags every object is compiled with (KASA
 evaluate for each configuration (kernel/configuring.compile_flags): before_build, asked first, compares them. Whatever
 cannot be told for sure raises Unknown.
 
-Names are those stored in the objects; the series' module_test() suites are renamed at boot, and
-sharing.shown_names pairs those with the printed names.
+Names are those the objects register their suites under, as the kernel prints them (suitenames.py; the series'
+module_test() suites take theirs from their struct kunit_module).
 """
 
 from __future__ import annotations
