@@ -29,6 +29,14 @@ done
 for config in ${configs//,/ }; do
     case "$config" in x86_64|um|arm64|kunit-m|alpha) ;; *) echo "check-series: unknown configuration $config" >&2; exit 2 ;; esac
 done
+# Each configuration's compiler, checked before anything is built (Debian packages each cross compiler).
+for config in ${configs//,/ }; do
+    case "$config" in arm64) compiler=aarch64-linux-gnu-gcc ;; alpha) compiler=alpha-linux-gnu-gcc ;; *) compiler=gcc ;; esac
+    command -v "$compiler" >/dev/null || {
+        echo "check-series: the $config configuration needs $compiler: apt-get install gcc-${compiler%-gcc}" >&2
+        exit 2
+    }
+done
 patches=("$repo"/kernel-patches/[0-9]*.patch)
 # The cover letter and patches numbered 0000 to N once each, as format-patch writes them: a patch of an earlier
 # version left beside the new ones (another name, the same number) would be applied too.
