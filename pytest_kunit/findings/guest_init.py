@@ -119,7 +119,7 @@ B=/bin/busybox
 {SERVE_COMMANDS}
 $B mount -t proc proc /proc
 end() {{
-    if $B grep -qw {HALT_ARG} /proc/cmdline; then $B halt -f; else $B reboot -f; fi
+    if $B grep -qwF {HALT_ARG} /proc/cmdline; then $B halt -f; else $B reboot -f; fi
 }}
 dirs=
 leaks=
