@@ -29,13 +29,20 @@ done
 for config in ${configs//,/ }; do
     case "$config" in x86_64|um|arm64|kunit-m|alpha) ;; *) echo "check-series: unknown configuration $config" >&2; exit 2 ;; esac
 done
-# Each configuration's compiler, checked before anything is built (Debian packages each cross compiler).
+# Each configuration's compiler and QEMU, checked before anything is built: the Debian package that has each.
 for config in ${configs//,/ }; do
-    case "$config" in arm64) compiler=aarch64-linux-gnu-gcc ;; alpha) compiler=alpha-linux-gnu-gcc ;; *) compiler=gcc ;; esac
-    command -v "$compiler" >/dev/null || {
-        echo "check-series: the $config configuration needs $compiler: apt-get install gcc-${compiler%-gcc}" >&2
-        exit 2
-    }
+    case "$config" in
+    arm64) tools="aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu qemu-system-aarch64:qemu-system-arm" ;;
+    alpha) tools="alpha-linux-gnu-gcc:gcc-alpha-linux-gnu qemu-system-alpha:qemu-system-misc" ;;
+    um) tools="gcc:gcc" ;;
+    *) tools="gcc:gcc qemu-system-x86_64:qemu-system-x86" ;;
+    esac
+    for tool in $tools; do
+        command -v "${tool%%:*}" >/dev/null || {
+            echo "check-series: the $config configuration needs ${tool%%:*}: apt-get install ${tool#*:}" >&2
+            exit 2
+        }
+    done
 done
 patches=("$repo"/kernel-patches/[0-9]*.patch)
 # The cover letter and patches numbered 0000 to N once each, as format-patch writes them: a patch of an earlier
