@@ -102,7 +102,8 @@ def _link(link: Path, tree: Path) -> None:
     dependency files name headers through it."""
     if link.is_symlink() and os.readlink(link) == str(tree):
         return
-    scratch = link.with_name(f".{TREE_LINK}.new")
+    # A name of this process's own: xdist workers of one run re-point the same link at once.
+    scratch = link.with_name(f".{TREE_LINK}.{os.getpid()}.new")
     scratch.unlink(missing_ok=True)
     scratch.symlink_to(tree)
     os.replace(scratch, link)

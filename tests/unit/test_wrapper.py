@@ -279,3 +279,22 @@ def test_ccache_names_the_tree_through_its_link_except_for_coverage(only: Path, 
 )
 def test_the_clang_kbuild_runs_for_llvm(variables: tuple[str, ...], compilers: tuple[str, ...]) -> None:
     assert wrapper.llvm_compilers(variables) == compilers
+
+
+def test_two_processes_re_pointing_the_tree_link_each_use_a_scratch_name_of_their_own(tmp_path: Path) -> None:
+    """xdist workers of one run re-point the same build directory's tree link at once: a shared scratch name let
+    one worker's symlink_to meet the other's (FileExistsError at collection)."""
+    import os
+    import subprocess
+    import sys
+
+    from pytest_kunit.kernel import wrapper_scripts
+
+    link = tmp_path / wrapper_scripts.TREE_LINK
+    program = (
+        "import sys; from pathlib import Path; from pytest_kunit.kernel.wrapper_scripts import _link\n"
+        "for i in range(5000): _link(Path(sys.argv[1]), Path(sys.argv[2] + str(i % 2)))\n"
+    )
+    runs = [subprocess.Popen([sys.executable, "-c", program, str(link), str(tmp_path / "tree")]) for _ in range(2)]
+    assert [run.wait() for run in runs] == [0, 0]
+    assert os.readlink(link) in (str(tmp_path / "tree0"), str(tmp_path / "tree1"))
