@@ -11,17 +11,21 @@
 # (testsuites/kunit-debug.kunitconfig: KASAN, UBSAN, lockdep, ...) run by pytest-kunit, with no case failing and no
 # sanitizer report.
 # Compiles kernels: run it under the shared build lock (flock /tmp/kbuild.lock scripts/check-series.sh).
-# Usage: scripts/check-series.sh [--no-debug] [--configs LIST] [--last] [WORKDIR]   (default: a temp dir;
+# Usage: scripts/check-series.sh [--no-debug] [--configs LIST] [--last | --from N] [WORKDIR]   (default: a temp dir;
 # --no-debug leaves out the debug kernel, for a run that has already checked the same tree with
 # testsuites/kunit-debug.kunitconfig; LIST is a comma-separated subset of x86_64,um,arm64,kunit-m,alpha, all by default;
-# --last builds and boots only the whole series, every patch still checked by checkpatch)
+# --last builds and boots only the whole series, --from N the prefixes that end at patch N or later (for patches
+# added to a series whose earlier prefixes were checked); every patch is still checked by checkpatch)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-debug=yes configs=x86_64,um,arm64,kunit-m,alpha last_only=no
+debug=yes configs=x86_64,um,arm64,kunit-m,alpha last_only=no from=1
 while [ $# -gt 0 ]; do
     case "$1" in
     --no-debug) debug=no; shift ;;
     --last) last_only=yes; shift ;;
+    --from)
+        [[ "${2:-}" =~ ^[0-9]+$ ]] || { echo "check-series: --from takes a patch number (1 for the first)" >&2; exit 2; }
+        from=$((10#$2)); shift 2 ;;
     --configs) configs=$2; shift 2 ;;
     *) break ;;
     esac
@@ -83,6 +87,12 @@ printf '%s\n' "$kunit_fragment" "$(cat "$repo"/testsuites/of.kunitconfig)" \
     'CONFIG_KUNIT_ALL_TESTS=y' 'CONFIG_EXPERT=y' 'CONFIG_BUG=y' \
     'CONFIG_HYPERVISOR_GUEST=y' 'CONFIG_PVH=y' > "$work/x86_64.config"
 # (The PVH entry, through which QEMU boots a vmlinux as pytest-kunit does: the last prefix boots that way too.)
+# From the series' debugfs run patch on (the patch that adds lib/kunit/debugfs_test.c), x86_64 is built with debugfs,
+# so that its kunit_debugfs suite runs, and with what the boot that runs the suites again after boot (rerun, below,
+# from the autorun patch on) needs besides: an initramfs and busybox's ELF.
+rerun_config=('CONFIG_DEBUG_FS=y' 'CONFIG_BLK_DEV_INITRD=y' 'CONFIG_BINFMT_ELF=y' 'CONFIG_BINFMT_SCRIPT=y')
+debugfs_run() { [ -f lib/kunit/debugfs_test.c ]; }
+autorun() { grep -q '^config KUNIT_AUTORUN_ENABLED$' lib/kunit/Kconfig; }
 printf '%s\n' "$kunit_fragment" > "$work/um.config"
 # alpha as pytest-kunit's record configures it: the fragment and the clipper machine's 16550 console, the rest defaults.
 printf '%s\n' "$kunit_fragment" 'CONFIG_SERIAL_8250=y' 'CONFIG_SERIAL_8250_CONSOLE=y' > "$work/alpha.config"
@@ -152,6 +162,7 @@ configure() {
     else
         make -s O="$build" $(make_args "$config") tinyconfig >/dev/null 2>>"$log"
         cat "$work/$config.config" >> "$build/.config"
+        if [ "$config" = x86_64 ] && debugfs_run; then printf '%s\n' "${rerun_config[@]}" >> "$build/.config"; fi
     fi
     # shellcheck disable=SC2046
     make -s O="$build" $(make_args "$config") olddefconfig >/dev/null 2>>"$log"
@@ -181,6 +192,7 @@ status=0
 # `ok ... # SKIP`), and as many results as the plans announced, so a suite that crashed the kernel or never ran is a
 # failure.
 booted=""  # the checksum of the last x86_64 image that booted green: a prefix that changed only documentation reuses it
+booted_console=""  # and that boot's console
 boot() {
     local config=$1 name=$2 console="$work/console-$1-$2.log" start=$SECONDS image sum
     local build="$work/build-${config%-pvh}"
@@ -213,7 +225,7 @@ boot() {
     bad=$(grep -E '^not ok [0-9]+ ' <<<"$ktap" || true)
     if [ "$planned" -gt 0 ] && [ "$results" -eq "$planned" ] && [ -z "$bad" ]; then
         echo "boot $config $name: ok ($results suites, $(( SECONDS - start )) s)"
-        [ "$config" != x86_64 ] || booted=$sum
+        [ "$config" != x86_64 ] || { booted=$sum; booted_console=$console; }
     else
         echo "boot $config $name: FAILED ($results of $planned suites reported; console: $console)"
         [ -z "$bad" ] || sed 's/^/    /' <<<"$bad"
@@ -244,6 +256,7 @@ for patch in "${patches[@]}"; do
     done
     last=$name
     if [ $last_only = yes ] && [ "$patch" != "$final_patch" ]; then continue; fi
+    if [ $((10#${name:0:4})) -lt "$from" ]; then continue; fi
     for config in ${configs//,/ }; do
         # alpha does not build before its fix (patch 2): every prefix from it on is built for alpha.
         # (--grep, not a pipe into grep -q: under pipefail, git log killed by the early exit would read as no match.)
@@ -269,6 +282,65 @@ done
 for config in ${configs//,/ }; do
     case "$config" in um|arm64|alpha) boot "$config" "$last" || status=1 ;; x86_64) boot x86_64-pvh "$last" || status=1 ;; esac
 done
+# The whole series booted with kunit.autorun=0 (from the series' autorun patch on), its suites then run through their
+# debugfs run files by an initramfs's init: no suite runs at boot, every suite with a run file runs again and passes,
+# and the suites without one are the device tree unittest's, which kunit_test_init_section_suites() registers (their
+# code is freed once the kernel has booted), each of which the boot above ran.
+rerun() {
+    local build="$work/build-x86_64" root="$work/rerun-root" console="$work/console-rerun.log" start=$SECONDS
+    local ktap boot_suites ran without results bad expected
+    rm -rf "$root" && mkdir -p "$root/bin"
+    cp "$(command -v busybox)" "$root/bin/busybox"
+    cat > "$root/init" <<'INIT'
+#!/bin/busybox sh
+B=/bin/busybox
+$B mkdir -p /sys && $B mount -t sysfs sysfs /sys && $B mount -t debugfs debugfs /sys/kernel/debug
+echo "rerun: begin"
+for dir in /sys/kernel/debug/kunit/*; do
+    if [ -e "$dir/run" ]; then
+        echo "rerun: run ${dir##*/}"
+        echo 1 > "$dir/run"
+    else
+        echo "rerun: no run file ${dir##*/}"
+    fi
+done
+echo "rerun: end"
+$B reboot -f
+INIT
+    chmod +x "$root/init"
+    (cd "$root" && find . | cpio -o -H newc --quiet) > "$work/rerun.cpio"
+    timeout 900 qemu-system-x86_64 -m 512 -display none -no-reboot -serial stdio -monitor none \
+        -kernel "$build/arch/x86/boot/bzImage" -initrd "$work/rerun.cpio" \
+        -append "console=ttyS0 panic=-1 i8042.noaux i8042.nokbd kunit.autorun=0 rdinit=/init" > "$console" 2>&1 \
+        </dev/null || true
+    ktap=$(sed -e 's/\r$//' -e 's/^\[ *[0-9.]*\] //' "$console")
+    [ -n "$booted_console" ] || { echo "rerun $last: FAILED (no x86_64 boot of the series passed before it)"; return 1; }
+    boot_suites=$(sed -e 's/\r$//' -e 's/^\[ *[0-9.]*\] //' "$booted_console" |
+        sed -n 's/^    # Subtest: //p' | sort)
+    ran=$(sed -n 's/^rerun: run //p' <<<"$ktap" | sort)
+    without=$(sed -n 's/^rerun: no run file //p' <<<"$ktap" | sort)
+    expected=$(grep '^of_' <<<"$boot_suites" || true)
+    results=$(sed -n '/^rerun: begin$/,/^rerun: end$/p' <<<"$ktap" | grep -cE '^(not )?ok [0-9]+ ' || true)
+    bad=$(grep -E '^not ok [0-9]+ ' <<<"$ktap" || true)
+    if ! grep -q '^rerun: end$' <<<"$ktap"; then
+        echo "rerun $last: FAILED (the init did not reach its end; console: $console)"; return 1
+    elif sed -n '1,/^rerun: begin$/p' <<<"$ktap" | grep -qE '^(1\.\.[0-9]+|(not )?ok [0-9]+ )'; then
+        echo "rerun $last: FAILED (suites ran at boot under kunit.autorun=0; console: $console)"; return 1
+    elif [ -n "$bad" ] || [ "$results" -ne "$(grep -c . <<<"$ran")" ]; then
+        echo "rerun $last: FAILED ($results results for $(grep -c . <<<"$ran") suites run; console: $console)"
+        [ -z "$bad" ] || sed 's/^/    /' <<<"$bad"
+        return 1
+    elif [ "$(sort <<<"$ran"$'\n'"$without" | grep .)" != "$boot_suites" ] || [ "$without" != "$expected" ]; then
+        echo "rerun $last: FAILED (the suites run and those without a run file are not the boot's, the device tree" \
+            "unittest's without; console: $console)"
+        return 1
+    fi
+    echo "rerun x86_64 $last: ok ($(grep -c . <<<"$ran") suites run again, none at boot; $(grep -c . <<<"$without")" \
+        "of the device tree unittest without a run file; $(( SECONDS - start )) s)"
+}
+if [[ ",$configs," == *,x86_64,* ]] && autorun; then
+    rerun || status=1
+fi
 # The whole series with KUnit's suites as modules, loaded after boot by pytest-kunit's module mode (--kunit-modules:
 # KUnit itself built in, each tristate suite of the framework's fragment a module its initramfs loads), every case
 # reported and none failing.
