@@ -294,9 +294,11 @@ OPTIONS = (
     ),
     Option(
         "kunit_keep_guest",
-        "with --kunit-modules, keep the guest up after the run (its keeper ends it after 15 idle minutes): the next "
-        "run that loads only modules sends the changed ones into it and loads them there instead of booting; a "
-        "guest that faulted, stayed tainted or could not unload a module is ended and the next run boots afresh",
+        "keep the guest up after the run (its keeper ends it after 15 idle minutes). With --kunit-modules, the next "
+        "run that loads only modules sends the changed ones into it and loads them there instead of booting; "
+        "without, on a tree whose KUnit has kunit.autorun (the series; 6.14+), the next run of whole built-in "
+        "suites on the same image runs them again there through debugfs. A guest that faulted, stayed tainted or "
+        "could not unload a module is ended and the next run boots afresh",
         FLAG,
         False,
     ),

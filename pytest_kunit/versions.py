@@ -35,6 +35,7 @@ class TreeFeatures:
     case_timeout: bool  # kunit.timeout=SECONDS sets the per-case timeout
     attributes: bool = False  # test attributes (6.6+): kunit.action=list_attr and kunit.filter
     module_filter: bool = False  # a loaded module's suites are filtered by kunit.filter_glob (6.6+)
+    autorun: bool = False  # kunit.autorun=0 boots with no suite run, each then run through debugfs (6.14+; series)
 
 
 # Patterns as strings, compiled (and cached by re) on first use: options.py imports this module in every pytest run.
@@ -105,6 +106,15 @@ def filters_modules(tree: Path) -> bool:
     return body is not None and re.search(r"\bkunit_filter_suites\s*\(", body["body"]) is not None
 
 
+def has_autorun(tree: Path) -> bool:
+    """kunit.autorun=0 boots with every built-in suite registered and none run, each suite then run when its debugfs
+    `run` file is written to: a module parameter `autorun` declared in lib/kunit/test.c (the series' patch 0036) or
+    lib/kunit/executor.c (upstream, 6.14+, whose debugfs run files, 6.8, came first; so did the series' 0035).
+    6.1.192 with the series: yes (test.c). 6.12: no (run files without the parameter)."""
+    code = c_code(_read(tree, "lib/kunit/test.c") + "\n" + _read(tree, "lib/kunit/executor.c"))
+    return "autorun" in module_parameters(code)
+
+
 def detect_features(tree: Path) -> TreeFeatures:
     """What the runner can ask of this tree's KUnit."""
     return TreeFeatures(
@@ -112,6 +122,7 @@ def detect_features(tree: Path) -> TreeFeatures:
         case_timeout=has_case_timeout(tree),
         attributes=has_attributes(tree),
         module_filter=filters_modules(tree),
+        autorun=has_autorun(tree),
     )
 
 

@@ -124,13 +124,6 @@ def _runnable(config: pytest.Config, settings: Settings, arches: dict[str, Arch]
         why = initramfs.unavailable(arch)
         if settings.coverage is not None and why:
             raise pytest.UsageError(f"--kunit-coverage cannot run on arch {arch.name}: {why}")
-    keep = given(config, "kunit_keep_guest")
-    if settings.keep_guest and not settings.modules and keep is not None:
-        note = (
-            f"pytest-kunit: {keep} keeps a guest up only in module mode, and is ignored without it: add "
-            "--kunit-modules (ini: kunit_modules = true)"
-        )
-        config.issue_config_time_warning(KunitWarning(note), stacklevel=2)
     if settings.coverage is not None:
         try:
             gcovr_command()  # before any build: a missing gcovr is known at once

@@ -2,7 +2,8 @@
 parameters the kernel ignores), what it needs of the kernel, and the lines it prints on the console, read back here.
 It loads the suites' modules (--kunit-modules: their suites run as each is loaded), makes kmemleak's final scan and
 copies GCOV counters onto the console, then ends the guest (guest/initramfs.py packs it with busybox); or, told to
-serve (--kunit-keep-guest), stays up and takes commands on its console (guest/kept.py speaks them).
+serve (--kunit-keep-guest), stays up and takes commands on its console (guest/kept.py speaks them): modules to load,
+or built-in suites to run again through debugfs on a kernel booted with kunit.autorun=0.
 
 KUnit runs before /init (kernel_init_freeable), so with `kunit_shutdown=none` the kernel goes on to the initramfs once
 the last suite is done. /init ends the guest at once on a list boot (`kunit.action=`): it reboots, which QEMU's
@@ -45,9 +46,17 @@ HALT_ARG = "pytest_kunit.halt"
 #                 set KUnit's filter_glob parameter to GLOB unless it is NO_GLOB (6.6 and later filter a module's
 #                 suites by it), load the modules NAMES (comma-separated, maybe none) in order, their suites running
 #                 as each comes in, unload them in the reverse order, say the taint flags; answered BATCH_DONE ID
+#   check ID - SUITES
+#                 say NO_RUN_FILE NAME for each of the built-in suites SUITES (comma-separated) that has no debugfs
+#                 run file (KUnit makes none for a suite in init memory); answered BATCH_DONE ID
+#   run ID - SUITES
+#                 run the suites SUITES again in order, each by a write to its run file (one without is said as by
+#                 check and not run), say the taint flags; answered BATCH_DONE ID
 SERVE_ARG = "pytest_kunit.serve"
 NO_GLOB = "-"
 FILTER_GLOB = "/sys/module/kunit/parameters/filter_glob"
+SUITES_DIR = "/sys/kernel/debug/kunit"  # a directory a suite, holding its results and run files
+NO_RUN_FILE = "pytest-kunit: no run file:"
 SERVING = "pytest-kunit: serving"
 CHUNK_TAKEN = "pytest-kunit: chunk taken"
 CHUNK_LINES = 40
@@ -73,8 +82,9 @@ COPY_COUNTERS = f"""copy_counters() {{
 }}"""
 
 # A shell function of /init (tested on the host, never with a module to load): serve_commands MODULES SCRATCH GLOB
-# reads the commands above from standard input until its end; modules are loaded from, and sent into, the directory
-# MODULES; GLOB is the file of KUnit's filter_glob parameter, written without a newline (a charp parameter keeps one).
+# SUITES reads the commands above from standard input until its end; modules are loaded from, and sent into, the
+# directory MODULES; GLOB is the file of KUnit's filter_glob parameter, written without a newline (a charp parameter
+# keeps one); SUITES is KUnit's debugfs directory.
 SERVE_COMMANDS = f"""serve_commands() {{
     while read -r command id glob names; do
         case "$command" in
@@ -105,6 +115,17 @@ SERVE_COMMANDS = f"""serve_commands() {{
                 done
                 for module in $loaded; do $B rmmod "$module" || echo "{UNLOAD_FAILED} $module"; done
                 echo "{TAINTED} $($B cat /proc/sys/kernel/tainted)"
+                echo "{BATCH_DONE} $id"
+                ;;
+            check|run)
+                for suite in $(echo "$names" | $B tr , ' '); do
+                    if [ ! -e "$4/$suite/run" ]; then
+                        echo "{NO_RUN_FILE} $suite"
+                    elif [ "$command" = run ]; then
+                        echo 1 > "$4/$suite/run"
+                    fi
+                done
+                [ "$command" = check ] || echo "{TAINTED} $($B cat /proc/sys/kernel/tainted)"
                 echo "{BATCH_DONE} $id"
                 ;;
         esac
@@ -171,7 +192,7 @@ if [ -n "$serving" ]; then
     $B stty -echo
     $B mkdir -p /tmp
     echo "{SERVING}"
-    serve_commands /{MODULE_DIR} /tmp {FILTER_GLOB}
+    serve_commands /{MODULE_DIR} /tmp {FILTER_GLOB} {SUITES_DIR}
 fi
 end
 """
@@ -184,10 +205,11 @@ class AfterKunit:
     kmemleak: bool = False  # make kmemleak's final scan
     gcov: tuple[str, ...] | None = None  # copy out the counters of these directories (empty: all); None: none
     modules: bool = False  # load the suites' modules each boot names (MODULES_ARG)
+    serve: bool = False  # a guest that may be kept up (--kunit-keep-guest) runs built-in suites again via debugfs
 
     @property
     def wanted(self) -> bool:
-        return self.kmemleak or self.gcov is not None or self.modules
+        return self.kmemleak or self.gcov is not None or self.modules or self.serve
 
     def kernel_args(self) -> tuple[str, ...]:
         if not self.wanted:

@@ -97,7 +97,7 @@ class Pipeline:
         a shared kernel and one reused are built here too."""
         result = build_counted(name, request, self.stats, self.progress)
         record = built_record(key, request, choice, result)
-        extras = boot_extras(self.settings, result.build_dir, request.arch, request.modules)
+        extras = boot_extras(self.settings, result.build_dir, request.arch, request.modules, request.serving)
         self.kernels[key] = record  # once it can boot, as the reports name it: not one whose initramfs failed
         tree = request.tree
         return Kernel(

@@ -101,7 +101,8 @@ class SessionState:
         )
         if settings.share_kernels:
             self.pipeline.sharing = {name: Sharing(self.pipeline, config, arch) for name, arch in self.arches.items()}
-        if settings.reuse_kernels and not settings.modules:  # a kernel built before has no modules
+        # A kernel built before has no modules, nor what a kept guest needs to run its built-in suites again.
+        if settings.reuse_kernels and not settings.modules and not settings.keep_guest:
             self.pipeline.reuse = Reuse(self.pipeline, config)
 
     @property

@@ -1,12 +1,21 @@
-"""A guest that stays up between runs (--kunit-keep-guest), for the edit loop of --kunit-modules kernels.
+"""A guest that stays up between runs (--kunit-keep-guest), for the edit loop of --kunit-modules kernels, and for the
+runs again of kernels whose built-in suites run again after boot (kunit.autorun).
 
 A boot whose cases all lie in modules goes to a guest already up for the same image and command line, if there is
 one: the modules that changed since it got them are sent over its console, loaded and unloaded again (each suite runs
 as its module comes in), and the console of that batch alone is judged as a boot's would be. Any other boot starts a
 fresh guest that stays up after its batch, kept by a process of its own (keeper.py) and found again through the
-cache. A guest is trusted only while it stays sound: it is ended, and the next batch boots afresh, when a batch's
-console shows a fault or does not reach its end, a module will not unload, the kernel carries a taint flag other
-than those loading test modules sets, or what it printed between runs shows any of these.
+cache.
+
+On a kernel with kunit.autorun (the series; upstream 6.14+) and no modules, a batch of whole built-in suites goes to
+a guest booted with kunit.autorun=0 and no filter (so that every suite is registered and none runs at boot; the boot
+itself is read quietly, into the keeper's log): each suite runs again when its debugfs run file is written to. A suite
+without one (KUnit makes none for a suite in init memory: it cannot run after boot), a batch that selects part of a
+suite (a run again runs a whole suite) or a guest that does not come up leaves the batch to a boot of its own.
+
+A guest is trusted only while it stays sound: it is ended, and the next batch boots afresh, when a batch's console
+shows a fault or does not reach its end, a module will not unload, the kernel carries a taint flag other than those
+loading test modules sets, or what it printed between runs shows any of these.
 
 On kernels whose module loader filters suites by kunit.filter_glob (6.6 and later), each batch sets the parameter to
 its own glob before it loads (it is writable there): the boot's would go on filtering every module loaded later.
@@ -36,7 +45,7 @@ from .boot import BootRequest, command_line, next_timeout
 from .console_lines import LineSplitter
 from .keeper import exit_file
 from .keepers import KeeperState, Kept
-from .kept_protocol import loadable, put_command, taints, unsound
+from .kept_protocol import loadable, put_command, rerun_suites, taints, unsound
 from .launch import launcher
 from .module_boots import builtin_cases
 from .planning import BootFilter, executed_cases
@@ -44,6 +53,7 @@ from .planning import BootFilter, executed_cases
 _DETACH_WAIT = 5.0  # seconds the keeper may take to see a run's end and close its own
 # Arguments of one boot that a kept guest does not hold to: which cases it runs at boot and which modules it loads.
 _PER_BATCH = ("kunit.filter_glob=", "kunit.filter=", f"{guest_init.MODULES_ARG}=")
+_NO_AUTORUN = "kunit.autorun=0"
 
 
 def _digest(path: Path) -> str:
@@ -61,13 +71,20 @@ class KeptGuest:
         directory: Path,
         stack: ExitStack,
         sink: Callable[[str], None] | None = None,
+        suites: tuple[str, ...] | None = None,
     ) -> None:
         self.request, self.kernel, self._stack, self._sink = request, kernel, stack, sink
         self.modules = boot_filter.modules or ()
+        self.suites = suites  # built-in suites run again through debugfs (None: a batch of modules)
         self._glob = boot_filter.glob
         self._launcher = launcher(request.arch)
         own = tuple(arg for arg in request.kernel_args if not arg.startswith(f"{guest_init.MODULES_ARG}="))
-        fresh = replace(request, kernel_args=(*own, guest_init.SERVE_ARG))
+        if suites is None:
+            fresh = replace(request, kernel_args=(*own, guest_init.SERVE_ARG))
+        else:
+            # Every suite registered, none run: each batch runs its own.
+            booted = tuple(arg for arg in own if not arg.startswith(_PER_BATCH))
+            fresh = replace(request, kernel_args=(*booted, _NO_AUTORUN, guest_init.SERVE_ARG))
         self._command = command_line(fresh)
         held = tuple(arg for arg in own if not arg.startswith(_PER_BATCH))
         words = command_line(replace(request, kernel_args=held, initrd=None))
@@ -115,7 +132,52 @@ class KeptGuest:
 
     # -- the console
 
+    def ready(self) -> bool:
+        """For a batch of built-in suites: the guest up and sound (resumed, or booted afresh, quietly: its boot runs no
+        suite), with a run file for each of the batch's suites. False if it cannot serve the batch."""
+        assert self.suites is not None
+        if self.resumed:
+            why = self._between_runs()
+            if why:
+                self.replaced_why = why
+                self._stop_keeper()
+                self.resumed = False
+                self._start()
+        if not self.resumed:
+            if self._quietly({guest_init.SERVING})[-1:] != [guest_init.SERVING]:
+                self.ended_why = "it did not come up"
+                return False
+            booted = self._taint()
+            if booted is None:
+                self.ended_why = "it did not answer once booted"
+                return False
+            assert self._state is not None
+            self._state.taint = booted
+        nonce = os.urandom(4).hex()
+        self._send(f"check {nonce} {guest_init.NO_GLOB} {','.join(self.suites)}\n")
+        said = self._quietly({f"{guest_init.BATCH_DONE} {nonce}"})
+        if said[-1:] != [f"{guest_init.BATCH_DONE} {nonce}"]:
+            self.ended_why = "it did not answer"
+            return False
+        return not [line for line in said if line.startswith(guest_init.NO_RUN_FILE)]
+
+    def decline(self) -> None:
+        """Leave this batch to a boot of its own, and the guest up for the next batch if it is sound."""
+        why = self.ended_why or self._detach()
+        if why:
+            self.ended_why = why
+            self._stop_keeper()
+        else:
+            assert self._state is not None
+            self._state.write(self._kept.state_file)
+        self._stack.close()
+
     def lines(self, first_output_timeout: float | None = None) -> Generator[str, None, None]:
+        if self.suites is not None:  # ready() has brought the guest up
+            nonce = os.urandom(4).hex()
+            self._send(f"run {nonce} {guest_init.NO_GLOB} {','.join(self.suites)}\n")
+            self.done = yield from self._until(lambda line: line.strip() == f"{guest_init.BATCH_DONE} {nonce}")
+            return
         if self.resumed:
             # Before the batch, quietly (kept in the keeper's log): is the guest still sound, and does it hold the
             # batch's modules as built now? If not, this batch boots a fresh guest.
@@ -304,10 +366,13 @@ def kept_guest(
     boot_filter: BootFilter,
     sink: Callable[[str], None] | None = None,
 ) -> KeptGuest | None:
-    """The kept guest for this boot, resumed or started, or None: for a boot that runs built-in cases (they run only at
-    boot, and a kept guest's taint is judged against what it booted with before any case ran), or while another
-    run's batch is using the kept guest. That boot boots as usual."""
-    if executed_cases(builtin_cases(kernel), boot_filter, kernel.attributes):
+    """The kept guest for this boot, resumed or started, or None: for a boot that runs built-in cases a kept guest
+    cannot run again (they run only at boot, unless rerun_suites says otherwise, and a kept guest's taint is judged
+    against what it booted with before any case ran), or while another run's batch is using the kept guest. That
+    boot boots as usual."""
+    builtin = executed_cases(builtin_cases(kernel), boot_filter, kernel.attributes)
+    suites = rerun_suites(kernel, builtin) if builtin else None
+    if builtin and suites is None:
         return None
     directory = CacheLayout(cache_dir).kept_guests()
     directory.mkdir(parents=True, exist_ok=True)
@@ -315,7 +380,11 @@ def kept_guest(
     if not stack.enter_context(cache_lock_if_free(cache_dir, "guests", "a batch on the kept guest")):
         return None
     try:
-        return KeptGuest(request, kernel, boot_filter, directory, stack, sink)
+        guest = KeptGuest(request, kernel, boot_filter, directory, stack, sink, suites)
+        if suites is not None and not guest.ready():
+            guest.decline()
+            return None
+        return guest
     except BaseException:
         stack.close()
         raise

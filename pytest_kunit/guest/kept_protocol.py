@@ -1,5 +1,6 @@
-"""What a kept guest (kept.py) is told and how its answers are judged: which kernels may be kept, a module's file
-as /init's serve loop takes it (findings/guest_init.py), and the reasons a guest may not serve another batch."""
+"""What a kept guest (kept.py) is told and how its answers are judged: which kernels and batches may be kept, a
+module's file as /init's serve loop takes it (findings/guest_init.py), and the reasons a guest may not serve another
+batch."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 
 from ..console import oops
 from ..findings import guest_init
-from ..model import Kernel
+from ..model import CaseId, Kernel
+from .module_boots import builtin_cases
 
 # Taint flags loading a test module sets (TAINT_OOT_MODULE, TAINT_UNSIGNED_MODULE, TAINT_TEST): any other is a reason.
 LOADING_TAINTS = (1 << 12) | (1 << 13) | (1 << 18)
@@ -52,12 +54,13 @@ def put_command(name: str, data: bytes) -> list[str]:
 
 
 def servable(kernel: Kernel, keep: bool) -> bool:
-    """Whether the kernel's boots may go to a kept guest: module mode, and /init doing nothing else at the end (no
+    """Whether the kernel's boots may go to a kept guest: module mode, or a kernel whose built-in suites run again
+    after boot (kunit.autorun, built with what that needs: an initramfs), and /init doing nothing else at the end (no
     kmemleak scan, no GCOV counters)."""
     after = (guest_init.KMEMLEAK_ARG, f"{guest_init.GCOV_ARG}=")
     return (
         keep
-        and bool(kernel.modules)
+        and (bool(kernel.modules) or kernel.features.autorun)
         and kernel.initrd is not None
         and not any(arg.startswith(after) for arg in kernel.boot_args)
     )
@@ -72,3 +75,14 @@ def loadable(module: Path, cross_compile: str) -> bytes:
             [f"{cross_compile}objcopy", "--strip-debug", str(module), str(stripped)], capture_output=True, check=False
         )
         return stripped.read_bytes() if done.returncode == 0 and stripped.is_file() else module.read_bytes()
+
+
+def rerun_suites(kernel: Kernel, cases: list[CaseId]) -> tuple[str, ...] | None:
+    """The built-in suites of `cases`, in order, if a kept guest can run them again: a kernel with kunit.autorun and
+    no modules (whose own built-in cases run only at boot), each suite's cases all among `cases` (a run again runs a
+    whole suite). None otherwise."""
+    if kernel.modules or not kernel.features.autorun:
+        return None
+    suites = tuple(dict.fromkeys(suite for suite, _ in cases))
+    whole = [case for case in builtin_cases(kernel) if case[0] in suites]
+    return suites if set(whole) == set(cases) else None

@@ -31,13 +31,28 @@ class BuildRequest:
     # build key, as each can change what is built (a compiler, its flags).
     make_options: tuple[str, ...] = ()
     modules: bool = False  # --kunit-modules: the suites built as modules (modules.py); keys the build
+    serving: bool = False  # a kept guest runs its built-in suites again (SERVE_LINES); keys the build
     make_timeout: float = DEFAULT_MAKE_TIMEOUT  # seconds one make run may take (--kunit-make-timeout); 0: none
     seed: bool = True  # a new build starts from a copy of the nearest one (seeding.py); not part of the build key
 
 
+# What a kernel needs whose guest may be kept up to run its built-in suites again (--kunit-keep-guest on a tree with
+# kunit.autorun, without --kunit-modules): what /init's serve loop needs (findings/guest_init.py's KCONFIG: an
+# initramfs, busybox's ELF and script, debugfs) and KUnit's debugfs files, a suite's run file among them.
+SERVE_LINES = (
+    "CONFIG_BLK_DEV_INITRD=y",
+    "CONFIG_BINFMT_ELF=y",
+    "CONFIG_BINFMT_SCRIPT=y",
+    "CONFIG_DEBUG_FS=y",
+    "CONFIG_KUNIT_DEBUGFS=y",
+)
+
+
 def full_fragment(request: BuildRequest) -> Fragment:
     arch_fragment = parse_fragment("\n".join(request.arch.kconfig), f"arch.py:{request.arch.name}")
-    return arch_fragment + request.fragment + (modules.mode_fragment() if request.modules else Fragment(()))
+    mode = modules.mode_fragment() if request.modules else Fragment(())
+    served = parse_fragment("\n".join(SERVE_LINES), "--kunit-keep-guest") if request.serving else Fragment(())
+    return arch_fragment + request.fragment + mode + served
 
 
 def key_digest(*parts: str) -> str:

@@ -66,6 +66,7 @@ class Requests:
             wrapper=settings.wrapper,
             make_options=make_options(settings),
             modules=settings.modules,
+            serving=settings.keep_guest and not settings.modules and tree.features.autorun,
             make_timeout=settings.make_timeout,
             seed=settings.reuse_kernels,
         )

@@ -101,16 +101,6 @@ def test_a_taint_the_guest_booted_with_is_no_reason_to_end_it(project: pytest.Py
     run(project, keeping, "-k", "modsuite").stdout.fnmatch_lines(["*batches on a kept guest: 1"])
 
 
-def test_without_module_mode_nothing_is_kept_and_the_run_says_so(project: pytest.Pytester, keeping: FakeKernel) -> None:
-    time.sleep(1.1)
-    result = project.runpytest(*keeping.options("--kunit-keep-guest", "-k", "example_simple_test"))
-    result.assert_outcomes(passed=1, warnings=1)
-    result.stdout.fnmatch_lines(
-        ["*--kunit-keep-guest keeps a guest up only in module mode, and is ignored without it*"]
-    )
-    assert not list((keeping.cache / "guests").glob("*.sock"))
-
-
 def test_what_makes_a_guest_unsound() -> None:
     assert kept_protocol.unsound(["pytest-kunit: tainted 266240"]) == ""  # TAINT_TEST and TAINT_OOT_MODULE
     assert "tainted" in kept_protocol.unsound(["pytest-kunit: tainted 512"])

@@ -119,6 +119,10 @@ KERNELS: dict[str, TierKernel] = {
     # The framework fragment in module mode on UML (its tristate suites modules /init loads): test_keep_guest runs
     # its module suites on fresh guests and on a guest kept up between runs, and compares them case by case.
     "modules": TierKernel(("--kunit-arch=um", "--kunit-modules", FRAMEWORK)),
+    # The framework fragment on UML built for a kept guest that runs its built-in suites again (--kunit-keep-guest:
+    # the series' kunit.autorun and debugfs run files): test_keep_guest_builtin_real compares its verdicts, fresh and
+    # from a kept guest, case by case.
+    "served": TierKernel(("--kunit-arch=um", "--kunit-keep-guest", FRAMEWORK)),
 }
 
 

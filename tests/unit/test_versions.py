@@ -15,6 +15,7 @@ from pytest_kunit.versions import (
     detect_features,
     filter_takes_a_list,
     has_attributes,
+    has_autorun,
     has_case_timeout,
     rewritten_by_make,
     suite_name_bytes,
@@ -72,6 +73,18 @@ TRY_CATCH_6_1 = """\
 module_param_cb(timeout, &kunit_timeout_ops, &kunit_timeout_secs, 0644);
 MODULE_PARM_DESC(timeout,
 		"Seconds a KUnit test case may run before it is stopped and reported as timed out");
+"""
+# lib/kunit/test.c of 6.1 with the series (patch 0036), cut down: kunit.autorun beside kunit.enable.
+TEST_C_6_1 = """\
+module_param_named(enable, enable_param, bool, 0);
+MODULE_PARM_DESC(enable, "Enable KUnit tests");
+#ifdef CONFIG_KUNIT_AUTORUN_ENABLED
+static bool autorun_param = true;
+#else
+static bool autorun_param;
+#endif
+module_param_named(autorun, autorun_param, bool, 0);
+MODULE_PARM_DESC(autorun, "Run KUnit tests after initialization");
 """
 # include/kunit/test.h's struct kunit_suite, as each version defines it.
 TEST_H_6_1 = "struct kunit_suite {\n\tchar name[256];\n\tint (*suite_init)(struct kunit_suite *suite);\n};\n"
@@ -169,8 +182,19 @@ def test_attributes_need_the_filter_parameter_and_the_list_attr_action(tmp_path:
     assert has_attributes(tree_of(tmp_path, {"lib/kunit/executor.c": EXECUTOR_6_12}))
 
 
+def test_autorun_is_told_by_its_module_parameter_in_test_c_or_upstream_s_executor_c(tmp_path: Path) -> None:
+    assert has_autorun(tree_of(tmp_path / "series", {"lib/kunit/test.c": TEST_C_6_1}))
+    upstream = TEST_C_6_1.replace("enable", "other")  # 6.14+ declares it in the executor
+    assert has_autorun(tree_of(tmp_path / "upstream", {"lib/kunit/executor.c": upstream}))
+    assert detect_features(tmp_path / "series").autorun
+    said = '/* module_param_named(autorun, autorun_param, bool, 0); */\nMODULE_PARM_DESC(x, "autorun");\n'
+    assert not has_autorun(tree_of(tmp_path / "words", {"lib/kunit/test.c": said}))
+    assert not has_autorun(tree_of(tmp_path / "6.12", {"lib/kunit/executor.c": EXECUTOR_6_12}))
+
+
 def test_our_series_adds_what_the_detectors_look_for(tmp_path: Path) -> None:
-    """What kernel-patches/ adds (its added lines only) answers yes for the list filter and the timeout."""
+    """What kernel-patches/ adds (its added lines only) answers yes for the list filter, the timeout and
+    kunit.autorun."""
     series = Path(__file__).resolve().parents[2] / "kernel-patches"
     added: dict[str, list[str]] = {}
     current = ""
@@ -180,9 +204,9 @@ def test_our_series_adds_what_the_detectors_look_for(tmp_path: Path) -> None:
                 current = line.removeprefix("+++ b/")
             elif line.startswith("+") and not line.startswith("+++"):
                 added.setdefault(current, []).append(line[1:])
-    code = {name: "\n".join(added.get(name, [])) for name in ("lib/kunit/executor.c", "lib/kunit/try-catch.c")}
-    tree = tree_of(tmp_path, code)
-    assert filter_takes_a_list(tree) and has_case_timeout(tree)
+    files = ("lib/kunit/executor.c", "lib/kunit/try-catch.c", "lib/kunit/test.c")
+    tree = tree_of(tmp_path, {name: "\n".join(added.get(name, [])) for name in files})
+    assert filter_takes_a_list(tree) and has_case_timeout(tree) and has_autorun(tree)
 
 
 @pytest.mark.parametrize("header", [TEST_H_6_1, TEST_H_6_12], ids=["6.1", "6.12"])
