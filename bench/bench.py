@@ -8,6 +8,8 @@ Scenarios (each repeated; medians printed with the ratio pytest-kunit / kunit.py
   warm      the same command again with nothing changed (pytest with only pytest-kunit and pytest-xdist loaded)
   warm-readme  the same, run as the README's command one installs pytest-kunit (`pip install -e .` in a venv of its
             own, plugins autoloaded): what a user's warm run costs
+  warm-kept  warm with --kunit-keep-guest (on a tree with kunit.autorun: the series): the suites run again on the
+            guest the run before kept up, through debugfs, with no boot; as the README installs pytest-kunit
   one-case  warm, one selected case (pytest -k / kunit.py filter_glob)
   xdist     warm, `-n 2` against `-n 0` on the all-tests fragment (pytest-kunit only; kunit.py has no equivalent)
   xdist-boots  the same, boot-bound: all-tests with --kunit-isolate=suite (one boot per suite)
@@ -37,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pytest_kunit.arch import ARCHES
+from pytest_kunit.guest import keepers
 from pytest_kunit.kernel.tree import apply_patches, patch_files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,9 +101,11 @@ def readme_install(workdir: Path) -> Path:
     return python
 
 
-def pytest_kunit_as_installed(python: Path, cache: Path, fragment: Path, arch: str = "x86_64") -> list[str]:
+def pytest_kunit_as_installed(
+    python: Path, cache: Path, fragment: Path, arch: str = "x86_64", *extra: str
+) -> list[str]:
     """pytest-kunit as a user runs it: every installed plugin autoloaded (run with AUTOLOAD)."""
-    return pytest_command(str(python), cache, fragment, arch=arch)
+    return pytest_command(str(python), cache, fragment, *extra, arch=arch)
 
 
 AUTOLOAD = {name: value for name, value in AS_A_USER.items() if name != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"}
@@ -221,20 +226,30 @@ def main() -> int:
             return report(figures, args.json)
 
         cache, build = args.cache or cache, args.kunit_build or build
-        # Warm-up (and the build, if cold runs were skipped).
-        timed(pytest_kunit(cache, FRAMEWORK, arch=arch), ROOT)
+        # Warm-up (and the build, if cold runs were skipped); warm-kept's kernel is another, built below.
+        if only is None or only & {"warm", "warm-readme", "one-case"}:
+            timed(pytest_kunit(cache, FRAMEWORK, arch=arch), ROOT)
         timed(kunit_py(tree, build, FRAMEWORK, arch=arch), tree)
-        readme = readme_install(work) if wanted("warm-readme") else None
+        readme = readme_install(work) if wanted("warm-readme") or wanted("warm-kept") else None
+        kept = ("--kunit-keep-guest",)
+        if readme and wanted("warm-kept"):
+            # Builds the kernel a kept guest serves (with an initramfs and KUnit's debugfs), and boots that guest.
+            timed(pytest_kunit_as_installed(readme, cache, FRAMEWORK, arch, *kept), ROOT, AUTOLOAD)
         for _ in range(args.warm_runs if wanted("warm") or readme else 0):
             # One kunit.py figure per round, the reference for both ways of running pytest-kunit.
             reference = timed(kunit_py(tree, build, FRAMEWORK, arch=arch), tree)
             if wanted("warm"):
                 record("warm", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK, arch=arch), ROOT))
                 record("warm", "kunit.py", reference)
-            if readme:
+            if readme and wanted("warm-readme"):
                 as_installed = pytest_kunit_as_installed(readme, cache, FRAMEWORK, arch)
                 record("warm-readme", "pytest-kunit", timed(as_installed, ROOT, AUTOLOAD))
                 record("warm-readme", "kunit.py", reference)
+            if readme and wanted("warm-kept"):
+                on_kept = pytest_kunit_as_installed(readme, cache, FRAMEWORK, arch, *kept)
+                record("warm-kept", "pytest-kunit", timed(on_kept, ROOT, AUTOLOAD))
+                record("warm-kept", "kunit.py", reference)
+        keepers.end_all(cache)  # no kept guest outlives the bench
         for _ in range(args.warm_runs if wanted("one-case") else 0):
             one = ("-k", "example_simple_test")
             record("one-case", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK, *one, arch=arch), ROOT))

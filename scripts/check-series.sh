@@ -283,9 +283,10 @@ for config in ${configs//,/ }; do
     case "$config" in um|arm64|alpha) boot "$config" "$last" || status=1 ;; x86_64) boot x86_64-pvh "$last" || status=1 ;; esac
 done
 # The whole series booted with kunit.autorun=0 (from the series' autorun patch on), its suites then run through their
-# debugfs run files by an initramfs's init: no suite runs at boot, every suite with a run file runs again and passes,
-# and the suites without one are the device tree unittest's, which kunit_test_init_section_suites() registers (their
-# code is freed once the kernel has booted), each of which the boot above ran.
+# debugfs run files by an initramfs's init, four times over (a suite must run correctly again, as often as it is
+# asked to): no suite runs at boot, every suite with a run file runs each time and passes, and the suites without one
+# are the device tree unittest's, which kunit_test_init_section_suites() registers (their code is freed once the
+# kernel has booted), each of which the boot above ran.
 rerun() {
     local build="$work/build-x86_64" root="$work/rerun-root" console="$work/console-rerun.log" start=$SECONDS
     local ktap boot_suites ran without results bad expected
@@ -297,12 +298,15 @@ B=/bin/busybox
 $B mkdir -p /sys && $B mount -t sysfs sysfs /sys && $B mount -t debugfs debugfs /sys/kernel/debug
 echo "rerun: begin"
 for dir in /sys/kernel/debug/kunit/*; do
-    if [ -e "$dir/run" ]; then
-        echo "rerun: run ${dir##*/}"
-        echo 1 > "$dir/run"
-    else
-        echo "rerun: no run file ${dir##*/}"
-    fi
+    [ -e "$dir/run" ] || echo "rerun: no run file ${dir##*/}"
+done
+for pass in 1 2 3 4; do
+    for dir in /sys/kernel/debug/kunit/*; do
+        if [ -e "$dir/run" ]; then
+            echo "rerun: run ${dir##*/}"
+            echo 1 > "$dir/run"
+        fi
+    done
 done
 echo "rerun: end"
 $B reboot -f
@@ -317,7 +321,8 @@ INIT
     [ -n "$booted_console" ] || { echo "rerun $last: FAILED (no x86_64 boot of the series passed before it)"; return 1; }
     boot_suites=$(sed -e 's/\r$//' -e 's/^\[ *[0-9.]*\] //' "$booted_console" |
         sed -n 's/^    # Subtest: //p' | sort)
-    ran=$(sed -n 's/^rerun: run //p' <<<"$ktap" | sort)
+    ran=$(sed -n 's/^rerun: run //p' <<<"$ktap" | sort -u)
+    runs=$(grep -c '^rerun: run ' <<<"$ktap" || true)
     without=$(sed -n 's/^rerun: no run file //p' <<<"$ktap" | sort)
     expected=$(grep '^of_' <<<"$boot_suites" || true)
     results=$(sed -n '/^rerun: begin$/,/^rerun: end$/p' <<<"$ktap" | grep -cE '^(not )?ok [0-9]+ ' || true)
@@ -326,8 +331,8 @@ INIT
         echo "rerun $last: FAILED (the init did not reach its end; console: $console)"; return 1
     elif sed -n '1,/^rerun: begin$/p' <<<"$ktap" | grep -qE '^(1\.\.[0-9]+|(not )?ok [0-9]+ )'; then
         echo "rerun $last: FAILED (suites ran at boot under kunit.autorun=0; console: $console)"; return 1
-    elif [ -n "$bad" ] || [ "$results" -ne "$(grep -c . <<<"$ran")" ]; then
-        echo "rerun $last: FAILED ($results results for $(grep -c . <<<"$ran") suites run; console: $console)"
+    elif [ -n "$bad" ] || [ "$results" -ne "$runs" ] || [ "$runs" -ne $(( 4 * $(grep -c . <<<"$ran") )) ]; then
+        echo "rerun $last: FAILED ($results results for $runs runs of $(grep -c . <<<"$ran") suites; console: $console)"
         [ -z "$bad" ] || sed 's/^/    /' <<<"$bad"
         return 1
     elif [ "$(sort <<<"$ran"$'\n'"$without" | grep .)" != "$boot_suites" ] || [ "$without" != "$expected" ]; then
@@ -335,8 +340,8 @@ INIT
             "unittest's without; console: $console)"
         return 1
     fi
-    echo "rerun x86_64 $last: ok ($(grep -c . <<<"$ran") suites run again, none at boot; $(grep -c . <<<"$without")" \
-        "of the device tree unittest without a run file; $(( SECONDS - start )) s)"
+    echo "rerun x86_64 $last: ok ($(grep -c . <<<"$ran") suites run again four times, none at boot;" \
+        "$(grep -c . <<<"$without") of the device tree unittest without a run file; $(( SECONDS - start )) s)"
 }
 if [[ ",$configs," == *,x86_64,* ]] && autorun; then
     rerun || status=1

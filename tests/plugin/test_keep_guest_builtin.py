@@ -118,3 +118,13 @@ def test_a_tree_without_autorun_keeps_no_guest_and_the_run_says_why(
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*--kunit-keep-guest keeps no guest up for the kernel in *has no kunit.autorun*"])
     assert not list((fake_kernel.cache / "guests").glob("*.sock"))
+
+
+def test_under_xdist_one_worker_uses_the_kept_guest_and_every_verdict_stays(
+    project: pytest.Pytester, autorun: FakeKernel
+) -> None:
+    autorun.set_case("other", "second", outcome="fail")
+    for _ in range(2):
+        run(project, autorun, "-n", "2").assert_outcomes(passed=2, failed=3, skipped=1)
+    assert len(list((autorun.cache / "guests").glob("*.json"))) == 1
+    assert runs_served(autorun)  # a batch went to the kept guest
