@@ -137,22 +137,13 @@ class KeptGuest:
         suite), with a run file for each of the batch's suites. False if it cannot serve the batch."""
         assert self.suites is not None
         if self.resumed:
-            why = self._between_runs()
-            if why:
-                self.replaced_why = why
-                self._stop_keeper()
-                self.resumed = False
-                self._start()
+            self._replace_if(self._between_runs())
         if not self.resumed:
             if self._quietly({guest_init.SERVING})[-1:] != [guest_init.SERVING]:
                 self.ended_why = "it did not come up"
                 return False
-            booted = self._taint()
-            if booted is None:
-                self.ended_why = "it did not answer once booted"
+            if not self._keep_boot_taint():
                 return False
-            assert self._state is not None
-            self._state.taint = booted
         nonce = os.urandom(4).hex()
         self._send(f"check {nonce} {guest_init.NO_GLOB} {','.join(self.suites)}\n")
         said = self._quietly({f"{guest_init.BATCH_DONE} {nonce}"})
@@ -181,27 +172,36 @@ class KeptGuest:
         if self.resumed:
             # Before the batch, quietly (kept in the keeper's log): is the guest still sound, and does it hold the
             # batch's modules as built now? If not, this batch boots a fresh guest.
-            why = self._between_runs() or self._put_changed()
-            if why:
-                self.replaced_why = why
-                self._stop_keeper()
-                self.resumed = False
-                self._start()
+            self._replace_if(self._between_runs() or self._put_changed())
         if not self.resumed:
             if not (yield from self._until(lambda line: line.strip() == guest_init.SERVING)):
                 return
-            # What the kernel is tainted with once booted (the platform's own warnings), before any case ran.
-            booted = self._taint()
-            if booted is None:
-                self.ended_why = "it did not answer once booted"
+            if not self._keep_boot_taint():
                 return
-            assert self._state is not None
-            self._state.taint = booted
         nonce = os.urandom(4).hex()
         # A kernel that filters modules' suites (6.6+) by kunit.filter_glob has it set to this batch's, as a boot would.
         glob = (self._glob or "*") if self.kernel.features.module_filter else guest_init.NO_GLOB
         self._send(f"load {nonce} {glob} {','.join(self.modules)}\n")
         self.done = yield from self._until(lambda line: line.strip() == f"{guest_init.BATCH_DONE} {nonce}")
+
+    def _replace_if(self, why: str) -> None:
+        """A resumed guest that may not serve (`why`): ended, and a fresh one started in its place."""
+        if why:
+            self.replaced_why = why
+            self._stop_keeper()
+            self.resumed = False
+            self._start()
+
+    def _keep_boot_taint(self) -> bool:
+        """What the kernel is tainted with once booted (the platform's own warnings), before any case ran, kept to
+        judge later taint by; False if the guest did not answer."""
+        booted = self._taint()
+        if booted is None:
+            self.ended_why = "it did not answer once booted"
+            return False
+        assert self._state is not None
+        self._state.taint = booted
+        return True
 
     def _probe(self) -> list[str] | None:
         """Quietly, a batch of no module: the guest's console since the last batch to its taint flags (None if it did
