@@ -154,14 +154,7 @@ class KeptGuest:
 
     def decline(self) -> None:
         """Leave this batch to a boot of its own, and the guest up for the next batch if it is sound."""
-        why = self.ended_why or self._detach()
-        if why:
-            self.ended_why = why
-            self._stop_keeper()
-        else:
-            assert self._state is not None
-            self._state.write(self._kept.state_file)
-        self._stack.close()
+        self._leave(self.ended_why or self._detach())
 
     def lines(self, first_output_timeout: float | None = None) -> Generator[str, None, None]:
         if self.suites is not None:  # ready() has brought the guest up
@@ -318,15 +311,20 @@ class KeptGuest:
         why = self.ended_why or ("" if self.done else "its batch did not reach its end")
         why = why or unsound(self._batch, self._state.taint if self._state else 0)
         why = why or self._detach()
+        self.record.seconds = time.monotonic() - self._started
+        self._leave(why)
+        return self.record
+
+    def _leave(self, why: str) -> None:
+        """End the guest (`why` it may not serve again), or leave it to its keeper for the next batch; either way,
+        let another run's batch have it."""
         if why:
             self.ended_why = why
             self._stop_keeper()
         else:
             assert self._state is not None
             self._state.write(self._kept.state_file)
-        self.record.seconds = time.monotonic() - self._started
         self._stack.close()
-        return self.record
 
     def _detach(self) -> str:
         """Leave the guest to its keeper, losing nothing it printed: this side's end is closed first, and what the
