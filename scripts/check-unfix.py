@@ -61,7 +61,7 @@ EVIDENCE = (
     "kunit-compat-resource.compat_resource_exit_after_failed_init CRASHED",
     "My_fabulous_test_module.my_exit_after_failed_init CRASHED",
     "the object it points to has 2 bytes",
-    'should give the buffer\'s size, is a pointer" missing from log',
+    "should give the buffer's size, is a pointer\" missing from log",
     "kunit_mock.mock_test_copy_size_from_pointer_fails FAILED at lib/kunit/kunit-mock-test.c:",
     "string-stream-test.string_stream_test_append_keeps_no_copy FAILED at lib/kunit/string-stream-test.c:",
 )
