@@ -128,3 +128,12 @@ def test_under_xdist_one_worker_uses_the_kept_guest_and_every_verdict_stays(
         run(project, autorun, "-n", "2").assert_outcomes(passed=2, failed=3, skipped=1)
     assert len(list((autorun.cache / "guests").glob("*.json"))) == 1
     assert runs_served(autorun)  # a batch went to the kept guest
+
+
+def test_within_a_run_one_guest_serves_every_batch(project: pytest.Pytester, autorun: FakeKernel) -> None:
+    result = run(project, autorun, "--kunit-isolate=suite")
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    # The list boot and the kept guest's; the second suite's batch ran on the guest the first one booted.
+    result.stdout.fnmatch_lines(["*guest boots: 2 *batches on a kept guest: 1"])
+    assert len(autorun.test_boots()) == 1
+    assert runs_served(autorun) == [["example"], ["other"]]
