@@ -232,24 +232,26 @@ def main() -> int:
         timed(kunit_py(tree, build, FRAMEWORK, arch=arch), tree)
         readme = readme_install(work) if wanted("warm-readme") or wanted("warm-kept") else None
         kept = ("--kunit-keep-guest",)
-        if readme and wanted("warm-kept"):
-            # Builds the kernel a kept guest serves (with an initramfs and KUnit's debugfs), and boots that guest.
-            timed(pytest_kunit_as_installed(readme, cache, FRAMEWORK, arch, *kept), ROOT, AUTOLOAD)
-        for _ in range(args.warm_runs if wanted("warm") or readme else 0):
-            # One kunit.py figure per round, the reference for both ways of running pytest-kunit.
-            reference = timed(kunit_py(tree, build, FRAMEWORK, arch=arch), tree)
-            if wanted("warm"):
-                record("warm", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK, arch=arch), ROOT))
-                record("warm", "kunit.py", reference)
-            if readme and wanted("warm-readme"):
-                as_installed = pytest_kunit_as_installed(readme, cache, FRAMEWORK, arch)
-                record("warm-readme", "pytest-kunit", timed(as_installed, ROOT, AUTOLOAD))
-                record("warm-readme", "kunit.py", reference)
+        try:
             if readme and wanted("warm-kept"):
-                on_kept = pytest_kunit_as_installed(readme, cache, FRAMEWORK, arch, *kept)
-                record("warm-kept", "pytest-kunit", timed(on_kept, ROOT, AUTOLOAD))
-                record("warm-kept", "kunit.py", reference)
-        keepers.end_all(cache)  # no kept guest outlives the bench
+                # Builds the kernel a kept guest serves (with an initramfs and KUnit's debugfs), and boots that guest.
+                timed(pytest_kunit_as_installed(readme, cache, FRAMEWORK, arch, *kept), ROOT, AUTOLOAD)
+            for _ in range(args.warm_runs if wanted("warm") or readme else 0):
+                # One kunit.py figure per round, the reference for both ways of running pytest-kunit.
+                reference = timed(kunit_py(tree, build, FRAMEWORK, arch=arch), tree)
+                if wanted("warm"):
+                    record("warm", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK, arch=arch), ROOT))
+                    record("warm", "kunit.py", reference)
+                if readme and wanted("warm-readme"):
+                    as_installed = pytest_kunit_as_installed(readme, cache, FRAMEWORK, arch)
+                    record("warm-readme", "pytest-kunit", timed(as_installed, ROOT, AUTOLOAD))
+                    record("warm-readme", "kunit.py", reference)
+                if readme and wanted("warm-kept"):
+                    on_kept = pytest_kunit_as_installed(readme, cache, FRAMEWORK, arch, *kept)
+                    record("warm-kept", "pytest-kunit", timed(on_kept, ROOT, AUTOLOAD))
+                    record("warm-kept", "kunit.py", reference)
+        finally:
+            keepers.end_all(cache)  # no kept guest outlives the bench, a failed round's either
         for _ in range(args.warm_runs if wanted("one-case") else 0):
             one = ("-k", "example_simple_test")
             record("one-case", "pytest-kunit", timed(pytest_kunit(cache, FRAMEWORK, *one, arch=arch), ROOT))
